@@ -1,0 +1,1 @@
+"""The GTP front end: line protocol and the engine that executes commands."""

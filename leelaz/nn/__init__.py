@@ -1,0 +1,1 @@
+"""The residual network as the engine sees it: input planes, symmetries, cache, evaluation."""

@@ -1,0 +1,1 @@
+"""PUCT tree search. Never imports the network: it is handed an evaluator."""

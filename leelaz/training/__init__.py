@@ -1,0 +1,1 @@
+"""Training data (Leela Zero chunk records) and the supervised data path."""
