@@ -1,0 +1,116 @@
+"""TrainingRecorder and dump_training: records read back by the independent parser, and the
+same game recorded by C++ Leela Zero (planes, side to move, visit shares, outcome)."""
+
+from __future__ import annotations
+
+import ctypes
+import gzip
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import chunk_parser
+from lz_training_oracle import lz_folder, run_lz  # noqa: F401 (fixture)
+from leelaz.game.coords import BLACK, PASS, WHITE, parse_gtp_vertex, policy_slot
+from leelaz.training.recorder import EmptyTrainingBuffer, TrainingRecorder, visit_distribution
+
+_libc = ctypes.CDLL(None)
+
+
+def libc_g(value: float) -> str:
+    buf = ctypes.create_string_buffer(64)
+    _libc.snprintf(buf, 64, b"%g", ctypes.c_double(value))
+    return buf.value.decode()
+
+
+@dataclass
+class FakeState:
+    to_move: int
+    planes: np.ndarray
+
+
+@dataclass
+class FakeChild:
+    move: int
+    visits: int
+
+
+@dataclass
+class FakeResult:
+    children: list
+
+
+def _fake_planes(state):
+    return state.planes
+
+
+def _state(rng, to_move):
+    planes = np.zeros((18, 361), np.uint8)
+    planes[:16] = rng.random((16, 361)) < 0.3
+    planes[16 + to_move] = 1
+    return FakeState(to_move, planes)
+
+
+def test_records_read_back_with_winner_and_visit_shares(tmp_path):
+    rng = np.random.default_rng(11)
+    rec = TrainingRecorder(planes_fn=_fake_planes)
+    states = [_state(rng, BLACK), _state(rng, WHITE), _state(rng, BLACK)]
+    d4, q16 = parse_gtp_vertex("D4"), parse_gtp_vertex("Q16")
+    results = [FakeResult([FakeChild(d4, 3), FakeChild(q16, 4), FakeChild(PASS, 0)]),
+               {d4: 1, PASS: 2},
+               np.arange(362) % 7]
+    for s, r in zip(states, results):
+        assert rec.record(s, r)
+    assert not rec.record(states[0], FakeResult([FakeChild(d4, 0)]))  # terminal root
+    assert len(rec) == 3
+
+    path = rec.dump(WHITE, str(tmp_path / "game"))
+    assert path == str(tmp_path / "game.0.gz")
+    parsed = chunk_parser.parse_chunk(path)
+    assert len(parsed) == 3
+    for s, p in zip(states, parsed):
+        assert p.planes == s.planes[:16].tolist()
+        assert p.white_to_move == (s.to_move == WHITE)
+        assert p.winner_is_to_move == (s.to_move == WHITE)
+
+    def expected(visits):
+        v = np.asarray(visits, np.float32)
+        return [libc_g(float(np.float32(x) / np.float32(v.sum()))) for x in v]
+
+    first = np.zeros(362)
+    first[policy_slot(d4)], first[policy_slot(q16)] = 3, 4
+    assert parsed[0].probability_text == expected(first)
+    assert parsed[0].probability_text[policy_slot(q16)] == "0.571429"
+    second = np.zeros(362)
+    second[policy_slot(d4)], second[361] = 1, 2
+    assert parsed[1].probability_text == expected(second)
+    assert parsed[2].probability_text == expected(np.arange(362) % 7)
+
+    # the buffer is kept; dumping again with the other winner flips every outcome
+    rec.dump(BLACK, str(tmp_path / "game"))
+    again = chunk_parser.parse_chunk(path)
+    assert [p.winner_is_to_move for p in again] == [not p.winner_is_to_move for p in parsed]
+    assert sorted(os.listdir(tmp_path)) == ["game.0.gz"]
+
+
+def test_empty_buffer_writes_nothing(tmp_path):
+    rec = TrainingRecorder(planes_fn=_fake_planes)
+    with pytest.raises(EmptyTrainingBuffer):
+        rec.dump(BLACK, str(tmp_path / "x"))
+    assert os.listdir(tmp_path) == []
+    rec.record(_state(np.random.default_rng(1), BLACK), {PASS: 1})
+    rec.clear()
+    with pytest.raises(EmptyTrainingBuffer):
+        rec.dump(BLACK, str(tmp_path / "x"))
+
+
+def test_visit_distribution_forms():
+    d4 = parse_gtp_vertex("D4")
+    a = visit_distribution({d4: 5, PASS: 1})
+    b = visit_distribution(FakeResult([FakeChild(d4, 5), FakeChild(PASS, 1)]))
+    assert np.array_equal(a, b)
+    assert a[policy_slot(d4)] == 5 and a[361] == 1 and a.sum() == 6
+    with pytest.raises(ValueError):
+        visit_distribution(np.ones(361))
