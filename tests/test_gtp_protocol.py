@@ -46,11 +46,13 @@ def test_comment_after_id_is_a_command():
 def test_whitespace_line_is_an_empty_command():
     assert parse_line("   ") == Command(None, "")
     assert parse_line("\t") == Command(None, "")
+    assert parse_line("\t\t") == Command(None, "")
 
 
 def test_leading_space_hides_the_id():
-    # LZ answers ` 10 name` with `? unknown command`: the id is not read, name is "10".
-    assert parse_line(" 10 name") == Command(None, "10", ("name",), "name")
+    # LZ answers ` 10 name` and `\tname` with `? unknown command`: the name is empty.
+    assert parse_line(" 10 name") == Command(None, "", ("10", "name"), "10 name")
+    assert parse_line("\tname").name == ""
 
 
 def test_file_names_keep_their_case():

@@ -15,9 +15,10 @@ Preprocessing, as GTP::execute does it, one character at a time:
 - Id: when the first character is a digit, the digits are the id and exactly one following
   character is skipped (so `12name` is command `ame` with id 12, as in Leela Zero).
 
-Then, unlike Leela Zero's prefix matching, the command name is the first whitespace-separated
-token and is matched exactly by the engine; the remaining tokens are the arguments. A line of
-only spaces has the empty name and gets `? unknown command`, as in Leela Zero.
+Then, unlike Leela Zero's prefix matching, the command name is the text before the first space
+and is matched exactly by the engine; the remaining tokens are the arguments. A line that
+starts with a space (or has only spaces) has the empty name and gets `? unknown command`, as
+in Leela Zero.
 
 Replies: `=` or `?`, the id if any, a space, the text, then `\\n\\n` (`=8 0.17\\n\\n`, `= \\n\\n`).
 Newlines inside the text are sent as they are.
@@ -109,9 +110,9 @@ def parse_line(raw: str) -> Command | None:
     if lowered.startswith("#"):
         return None
     ident, rest = _split_id(kept)
-    tokens = rest.split(None, 1)
-    name = ascii_lower(tokens[0]) if tokens else ""
-    text = tokens[1] if len(tokens) > 1 else ""
+    name, _, text = rest.partition(" ")
+    name = ascii_lower(name)
+    text = text.strip()
     args = tuple(text.split())
     if name not in KEEP_CASE:
         args = tuple(ascii_lower(a) for a in args)

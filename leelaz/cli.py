@@ -1,0 +1,303 @@
+"""The `leelaz` command line and the composition root (reference §2).
+
+Owns: parsing and validating Leela Zero 0.17's flags into an EngineConfig, the start-up
+messages, the log file, and `build_engine`, the one place that wires game state, network,
+search and the GTP command groups together. Imports: anything (the only such module).
+
+Differences from Leela Zero, on purpose:
+- With no -w and no default network (neither Leela Zero's default path nor a network shipped
+  in the package's weights/ folder), the engine still starts and serves the commands that need
+  no network, and says so on stderr. With -w FILE, a missing or bad file is an error (exit 1).
+- Bad values are refused when parsing (choices, ranges), before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from leelaz.config import (DEFAULT_WEIGHTS, MAX_THREADS, PRECISION_CHOICES, TIMEMANAGE_CHOICES,
+                           EngineConfig, resolve_threads)
+
+#: The command groups that other modules provide; each is registered if it is installed.
+OPTIONAL_GROUPS = ("leelaz.gtp.network_commands", "leelaz.gtp.search_commands",
+                   "leelaz.gtp.training_commands")
+UINT64_MAX = 2**64 - 1
+
+LICENCE = """\
+leelaz 0.17 (Leela Zero 0.17 in Python). This program comes with ABSOLUTELY NO WARRANTY.
+This is free software, and you are welcome to redistribute it under the terms of the
+GNU General Public License, version 3 or later.
+
+"""
+
+
+class UsageProblem(Exception):
+    """A command-line error: printed as `ERROR: ...`, exit status 1."""
+
+
+# ---- parsing ------------------------------------------------------------------------------
+
+def _command() -> click.Command:
+    opts = [
+        click.Option(["-g", "--gtp"], is_flag=True, help="Enable GTP mode."),
+        click.Option(["-t", "--threads"], type=click.IntRange(0, None), default=0,
+                     show_default=True, help="Number of threads to use (0 = pick one)."),
+        click.Option(["-p", "--playouts"], type=click.IntRange(0, None), default=None,
+                     help="Limit the playouts per move (0 = no limit). Requires --noponder."),
+        click.Option(["-v", "--visits"], type=click.IntRange(0, None), default=None,
+                     help="Limit the visits per move (0 = no limit)."),
+        click.Option(["-b", "--lagbuffer"], type=click.IntRange(0, None), default=100,
+                     show_default=True, help="Safety margin for time usage in centiseconds."),
+        click.Option(["-r", "--resignpct"], type=click.IntRange(-1, 100), default=-1,
+                     show_default=True,
+                     help="Resign when winrate is less than x%. -1 uses 10% scaled for "
+                          "handicap, 0 never resigns."),
+        click.Option(["-w", "--weights"], default=None, metavar="FILE",
+                     help=f"File with network weights [default: {DEFAULT_WEIGHTS}, else the "
+                          "network shipped with leelaz]."),
+        click.Option(["-l", "--logfile"], default=None, metavar="FILE",
+                     help="File to log input/output to."),
+        click.Option(["-q", "--quiet"], is_flag=True, help="Disable all diagnostic output."),
+        click.Option(["--timemanage"], type=click.Choice(TIMEMANAGE_CHOICES), default="auto",
+                     show_default=True,
+                     help="Time management: auto = no_pruning with -n, otherwise on; on = stop "
+                          "when the best move can't change; fast = also play faster; "
+                          "no_pruning = for self-play."),
+        click.Option(["--noponder"], is_flag=True, help="Disable thinking on opponent's time."),
+        click.Option(["--benchmark"], is_flag=True,
+                     help="Test network and exit. Default args: -v3200 --noponder -m0 -t1 -s1."),
+        click.Option(["--cpu-only"], is_flag=True, help="Do not use OpenCL device(s)."),
+        click.Option(["--gpu"], type=click.IntRange(0, None), multiple=True, metavar="ID",
+                     help="ID of the OpenCL device(s) to use (repeatable)."),
+        click.Option(["--full-tuner"], is_flag=True,
+                     help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
+        click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),
+        click.Option(["--batchsize"], type=click.IntRange(0, None), default=0,
+                     show_default=True, help="Max batch size (0 = pick one)."),
+        click.Option(["--precision"], type=click.Choice(PRECISION_CHOICES), default=None,
+                     help="Floating-point precision (single/half/auto) [default: auto]."),
+        click.Option(["-n", "--noise"], is_flag=True,
+                     help="Enable policy network randomization."),
+        click.Option(["-s", "--seed"], type=click.IntRange(0, UINT64_MAX), default=None,
+                     help="Random number generation seed."),
+        click.Option(["-d", "--dumbpass"], is_flag=True,
+                     help="Don't use heuristics for smarter passing."),
+        click.Option(["-m", "--randomcnt"], type=click.IntRange(0, None), default=0,
+                     show_default=True, help="Play more randomly the first x moves."),
+        click.Option(["--randomvisits"], type=click.IntRange(0, None), default=1,
+                     show_default=True,
+                     help="Don't play random moves if they have <= x visits."),
+        click.Option(["--randomtemp"], type=click.FloatRange(0, None, min_open=True),
+                     default=1.0, show_default=True,
+                     help="Temperature to use for random move selection."),
+    ]
+    return click.Command(
+        "leelaz", params=opts + [click.Argument(["stray"], nargs=-1)],
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+        help="Leela Zero 0.17 in Python: a Go engine speaking GTP.",
+        callback=lambda **kw: kw)
+
+
+def parse_args(argv: list[str]) -> EngineConfig | None:
+    """argv (without the program name) -> EngineConfig; None after --help.
+
+    Raises UsageProblem for anything Leela Zero would refuse.
+    """
+    cmd = _command()
+    try:
+        kw = cmd.main(args=list(argv), prog_name="leelaz", standalone_mode=False)
+    except click.exceptions.Exit:
+        return None
+    except click.ClickException as exc:
+        raise UsageProblem(exc.format_message()) from None
+    if kw is None or isinstance(kw, int):  # --help printed
+        return None
+    return _to_config(kw, tuple(argv))
+
+
+def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
+    if kw["stray"]:
+        raise UsageProblem(f"Unrecognized argument: {kw['stray'][0]}")
+    ponder = not kw["noponder"]
+    playouts, visits = kw["playouts"] or 0, kw["visits"] or 0
+    if kw["playouts"] is not None and ponder and not kw["benchmark"]:
+        raise UsageProblem("Nonsensical options: Playouts are restricted but thinking on the "
+                           "opponent's time is still allowed. Add --noponder if you want a "
+                           "weakened engine.")
+    if kw["full_tuner"] and kw["precision"] in (None, "auto"):
+        raise UsageProblem("--full-tuner needs an explicit precision: add --precision single "
+                           "or --precision half.")
+    cfg = EngineConfig(
+        weights=kw["weights"], gtp=kw["gtp"], quiet=kw["quiet"], logfile=kw["logfile"],
+        lagbuffer=kw["lagbuffer"], timemanage=kw["timemanage"], ponder=ponder,
+        resignpct=kw["resignpct"], playouts=playouts, visits=visits, threads=kw["threads"],
+        seed=kw["seed"], seed_given=kw["seed"] is not None, noise=kw["noise"],
+        dumbpass=kw["dumbpass"], randomcnt=kw["randomcnt"], randomvisits=kw["randomvisits"],
+        randomtemp=kw["randomtemp"], cpu_only=kw["cpu_only"], gpus=tuple(kw["gpu"]),
+        full_tuner=kw["full_tuner"], tune_only=kw["tune_only"] or kw["full_tuner"],
+        batchsize=kw["batchsize"], precision=kw["precision"] or "auto",
+        precision_given=kw["precision"] is not None, benchmark=kw["benchmark"],
+        command_line=argv)
+    if cfg.benchmark:  # Leela Zero's benchmark defaults
+        cfg = cfg.with_(quiet=True, ponder=False, noise=False, randomcnt=0, seed=1,
+                        seed_given=True, timemanage="off", threads=cfg.threads or 1,
+                        visits=visits or (0 if playouts else 3200))
+    if cfg.seed is None:
+        cfg = cfg.with_(seed=int.from_bytes(os.urandom(8), "little"))
+    return cfg
+
+
+# ---- start-up -----------------------------------------------------------------------------
+
+class Diagnostics:
+    """Start-up messages: stderr and the log, unless quiet (Leela Zero's myprintf)."""
+
+    def __init__(self, cfg: EngineConfig, err, log):
+        self.cfg, self.err, self.log = cfg, err, log
+
+    def __call__(self, text: str) -> None:
+        if self.cfg.quiet:
+            return
+        for stream in (self.err, self.log):
+            if stream is not None:
+                stream.write(text)
+                stream.flush()
+
+
+def find_weights(cfg: EngineConfig) -> str | None:
+    """The network to load: -w, else Leela Zero's default path, else one shipped in the
+    package (weights/*.gz), else None."""
+    if cfg.weights is not None:
+        return cfg.weights
+    if os.path.isfile(DEFAULT_WEIGHTS):
+        return DEFAULT_WEIGHTS
+    shipped = Path(__file__).resolve().parent.parent / "weights"
+    try:
+        import leelaz.weights as pkg  # installed builds: weights/ becomes leelaz.weights
+        shipped = Path(pkg.__file__).resolve().parent
+    except ImportError:
+        pass
+    nets = sorted(shipped.glob("*.gz")) if shipped.is_dir() else []
+    return str(nets[0]) if nets else None
+
+
+def _optional_module(name: str):
+    """Import a command group that may not exist yet; None if it is not there."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):
+            return None
+        raise
+
+
+def load_network(cfg: EngineConfig, path: str | None, say):
+    """The Network for `path`, or None when there is no path or no network support yet.
+
+    Raises OSError/ValueError for a file that cannot be loaded (the caller exits 1).
+    """
+    if path is None:
+        say("No network weights found (no -w, nothing at "
+            f"{DEFAULT_WEIGHTS}, none shipped): only commands that need no network "
+            "are available.\n")
+        return None
+    nnmod = _optional_module("leelaz.nn.network")
+    if nnmod is None or not hasattr(nnmod, "load_network"):
+        say(f"Network support is not installed yet; not loading {path}.\n")
+        return None
+    # WIRING (lead engineer): the network module's loader and its start-up lines.
+    return nnmod.load_network(path, cfg, say)
+
+
+# ======== COMPOSITION ROOT: everything is wired together here, and only here. =============
+def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None):
+    """GameState + network + command groups -> a ready GtpEngine.
+
+    The network (or None) is put on `engine.network` before the optional groups register,
+    so their register(engine) can pick it up; each group adds its own session objects
+    (the search, the training buffer) as engine attributes.
+    """
+    from leelaz.gtp import board_commands
+    from leelaz.gtp.engine import GtpEngine
+
+    engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
+    engine.network = network
+    board_commands.register(engine)
+    for name in OPTIONAL_GROUPS:
+        group = _optional_module(name)
+        if group is not None:
+            group.register(engine)
+    return engine
+# ==========================================================================================
+
+
+def run(argv: list[str], stdin=None, stdout=None, stderr=None) -> int:
+    """The whole program: parse, start up, serve GTP; returns the exit status."""
+    stdin = stdin if stdin is not None else sys.stdin
+    stdout = stdout if stdout is not None else sys.stdout
+    stderr = stderr if stderr is not None else sys.stderr
+    try:
+        cfg = parse_args(argv)
+    except UsageProblem as exc:
+        stderr.write(f"ERROR: {exc}\nTry 'leelaz --help' for the options.\n")
+        return 1
+    if cfg is None:
+        return 0
+    log = None
+    if cfg.logfile:
+        try:
+            log = open(cfg.logfile, "a", encoding="utf-8", errors="backslashreplace")
+        except OSError as exc:
+            stderr.write(f"ERROR: cannot open log file {cfg.logfile}: {exc.strerror}\n")
+            return 1
+        if not cfg.quiet:
+            stderr.write(f"Logging to {cfg.logfile}.\n")
+    try:
+        return _start(cfg, stdin, stdout, stderr, log)
+    finally:
+        if log is not None:
+            log.close()
+
+
+def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
+    say = Diagnostics(cfg, stderr, log)
+    if not cfg.gtp and not cfg.benchmark:
+        stdout.write(LICENCE)
+        stdout.flush()
+    try:
+        threads, batch = resolve_threads(cfg)
+    except ValueError as exc:
+        stderr.write(f"ERROR: {exc}\n")
+        return 1
+    if not cfg.cpu_only:
+        say(f"Using OpenCL batch size of {batch}\n")
+    say(f"Using {threads} thread(s).\n")
+    say(f"RNG seed: {cfg.seed}\n")
+    path = find_weights(cfg)
+    if cfg.weights is not None and not os.path.isfile(cfg.weights):
+        stderr.write(f"Could not open weights file: {cfg.weights}\n")
+        return 1
+    try:
+        network = load_network(cfg, path, say)
+    except (OSError, ValueError) as exc:
+        stderr.write(f"ERROR: {exc}\n")
+        return 1
+    if cfg.tune_only or cfg.benchmark:
+        # WIRING (lead engineer): the OpenCL tuner and the benchmark search.
+        stderr.write("ERROR: --tune-only/--benchmark are not available in this build yet.\n")
+        return 1
+    engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network)
+    return engine.run(stdin)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (`leelaz`, `python -m leelaz`)."""
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    code = run(sys.argv[1:] if argv is None else list(argv))
+    sys.exit(code)

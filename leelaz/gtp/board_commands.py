@@ -1,0 +1,386 @@
+"""GTP commands about rules, the board, SGF files and the clock (reference §1.3).
+
+Owns: the handlers of protocol_version ... kgs-chat that need no network and no search.
+Imports: gtp.engine, gtp.protocol, game.*, stdlib.
+
+Reply texts are Leela Zero 0.17's, checked against the binary. Where the binary aborts or
+misbehaves, this module answers sanely instead (each case is marked LZ-DIFF):
+- `play` refuses occupied points, off-board vertices (`a0`), suicide and simple-ko recaptures
+  with `? illegal move` (LZ accepts suicide and ko, and aborts on `a0`).
+- `set_free_handicap` sends exactly one reply: `? illegal move` (nothing placed) if any
+  vertex is bad, repeated or illegal, else the stone list.
+- `move_history` echoes the id like every other command.
+- `fixed_handicap`/`place_free_handicap` on points that are taken: `? board not empty` (LZ
+  aborts).
+- Numbers are read like C++ `>>` (leading part: `19x` is 19), but values outside a C `int`
+  (or a non-finite komi) are `? syntax not understood`, never an abort.
+
+Hooks for the search (set as engine attributes by search_commands; None until then):
+- `engine.choose_handicap_stone(state) -> vertex`: place_free_handicap asks it for each stone
+  beyond the fixed pattern and the grid (Black to move, no passing). Without it a simple
+  fallback places the stone (see _fallback_handicap_stone).
+- `engine.ponder()`: run after `time_left` replies, when nobody has resigned (it must check
+  whether pondering is allowed and stop on input_pending()).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import time
+
+from leelaz import GTP_VERSION
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, PASS, RESIGN, WHITE, color_name,
+                                gtp_vertex, parse_color, parse_gtp_vertex, xy)
+from leelaz.gtp.protocol import Command, GtpError
+
+SYNTAX = "syntax not understood"
+ILLEGAL = "illegal move"
+BAD_HANDICAP = "Not a valid number of handicap stones"
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
+
+_INT = re.compile(r"\s*[+-]?\d+")
+_FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+# ---- argument parsing like C++ istream >> ------------------------------------------------
+
+def leading_int(text: str) -> int | None:
+    """`>> int`: the leading integer of text, None if there is none or it overflows."""
+    m = _INT.match(text)
+    if m is None or len(m.group()) > 40:
+        return None
+    value = int(m.group())
+    return value if INT_MIN <= value <= INT_MAX else None
+
+
+def leading_float(text: str) -> float | None:
+    """`>> float`: the leading number of text, None if none or not finite as a float."""
+    m = _FLOAT.match(text)
+    if m is None:
+        return None
+    value = float(m.group())
+    return value if math.isfinite(value) and abs(value) <= 3.4028234663852886e38 else None
+
+
+def int_args(cmd: Command, count: int, first: int = 0) -> list[int]:
+    """count integers from cmd.args[first:], or GtpError(syntax not understood)."""
+    values = [leading_int(a) for a in cmd.args[first:first + count]]
+    if len(values) < count or any(v is None for v in values):
+        raise GtpError(SYNTAX)
+    return values
+
+
+# ---- text helpers ------------------------------------------------------------------------
+
+def stone_list(board) -> str:
+    """Every stone on the board, column A..T and row 1..19 inside a column (`D4 Q16`)."""
+    stones = [v for v in sorted(ALL_VERTICES, key=lambda v: xy(v)) if board.square[v] != EMPTY]
+    return " ".join(gtp_vertex(v) for v in stones)
+
+
+def score_text(score: float) -> str:
+    """final_score's text: `B+%3.1f`, `W+%3.1f`, or `0` within 0.1 of a tie."""
+    if score < -0.1:
+        return f"W+{-score:3.1f}"
+    if score > 0.1:
+        return f"B+{score:3.1f}"
+    return "0"
+
+
+def alive_strings(board) -> str:
+    """final_status_list alive: each string's stones in the board's linked-list order, one
+    string per line, the lines sorted as strings."""
+    lines = set()
+    for v in ALL_VERTICES:
+        if board.square[v] in (BLACK, WHITE):
+            lines.add(" ".join(gtp_vertex(s) for s in board.string_stones(v)))
+    return "\n".join(sorted(lines))
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write text to path completely or not at all (temporary file in the same folder, then
+    rename)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".leelaz-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---- the command group -------------------------------------------------------------------
+
+class BoardCommands:
+    """Handlers bound to one engine; each reads engine.state afresh."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    @property
+    def state(self):
+        return self.engine.state
+
+    # -- identity and protocol
+    def protocol_version(self, cmd):
+        return "2"
+
+    def name(self, cmd):
+        return "Leela Zero"
+
+    def version(self, cmd):
+        return GTP_VERSION
+
+    def quit(self, cmd):
+        self.engine.request_quit()
+        return ""
+
+    def known_command(self, cmd):
+        if not cmd.args:
+            raise GtpError(SYNTAX)
+        return "true" if cmd.args[0] in self.engine.listed_commands() else "false"
+
+    def list_commands(self, cmd):
+        return "\n".join(self.engine.listed_commands())
+
+    # -- game setup
+    def boardsize(self, cmd):
+        (size,) = int_args(cmd, 1)
+        if size != 19:
+            raise GtpError("unacceptable size")
+        self.state.reset()
+        self.engine.notify("boardsize")
+        return ""
+
+    def clear_board(self, cmd):
+        self.state.reset()
+        self.engine.notify("clear_board")
+        return ""
+
+    def komi(self, cmd):
+        value = leading_float(cmd.args[0]) if cmd.args else None
+        if value is None:
+            raise GtpError(SYNTAX)
+        self.state.komi = value
+        return ""
+
+    # -- moves
+    def play(self, cmd):
+        if len(cmd.args) < 2:
+            raise GtpError(SYNTAX)
+        try:
+            color = parse_color(cmd.args[0])
+            vertex = parse_gtp_vertex(cmd.args[1])
+        except ValueError:
+            raise GtpError(ILLEGAL) from None
+        state = self.state
+        if vertex not in (PASS, RESIGN) and not state.is_legal(color, vertex):
+            raise GtpError(ILLEGAL)  # LZ-DIFF: LZ only refuses occupied points
+        state.play(color, vertex)
+        return ""
+
+    def undo(self, cmd):
+        if not self.state.undo():
+            raise GtpError("cannot undo")
+        return ""
+
+    def last_move(self, cmd):
+        state = self.state
+        if state.move_num == 0:
+            raise GtpError("no previous move known")
+        return f"{color_name(1 - state.to_move)} {gtp_vertex(state.last_move)}"
+
+    def move_history(self, cmd):
+        moves = self.state.moves()
+        return "\n".join(f"{color_name(c)} {gtp_vertex(v)}" for c, v in reversed(moves))
+
+    # -- scoring and display
+    def final_score(self, cmd):
+        return score_text(self.state.final_score())
+
+    def final_status_list(self, cmd):
+        if cmd.args and "alive" in cmd.text.lower():
+            return alive_strings(self.state.board)
+        return ""
+
+    def showboard(self, cmd):
+        from leelaz.game.display import showboard_text
+        text = showboard_text(self.state)
+        self.engine.after_reply(lambda: self.engine.show(text))  # LZ: reply first, then board
+        return ""
+
+    # -- clock
+    def time_settings(self, cmd):
+        from leelaz.game.timecontrol import TimeControl
+        main, byo, stones = int_args(cmd, 3)
+        self._set_clock(TimeControl.from_time_settings(main, byo, stones))
+        return ""
+
+    def kgs_time_settings(self, cmd):
+        from leelaz.game.timecontrol import TimeControl
+        kind = cmd.args[0] if cmd.args else ""
+        if "none" in kind:
+            tc = TimeControl.kgs_none()
+        elif "absolute" in kind:
+            tc = TimeControl.kgs_absolute(*int_args(cmd, 1, 1))
+        elif "canadian" in kind:
+            tc = TimeControl.kgs_canadian(*int_args(cmd, 3, 1))
+        elif "byoyomi" in kind:
+            tc = TimeControl.kgs_byoyomi(*int_args(cmd, 3, 1))
+        else:
+            raise GtpError(SYNTAX)
+        self._set_clock(tc)
+        return ""
+
+    def _set_clock(self, tc) -> None:
+        self.state.time_control = tc
+
+    def time_left(self, cmd):
+        if len(cmd.args) < 3:
+            raise GtpError(SYNTAX)
+        seconds, stones = int_args(cmd, 2, 1)
+        try:
+            color = parse_color(cmd.args[0])
+        except ValueError:
+            raise GtpError("Color in time adjust not understood.\n") from None
+        self.state.time_control.adjust_time(color, seconds * 100, stones)
+        ponder = getattr(self.engine, "ponder", None)
+        if ponder is not None and self.state.resigned is None:
+            self.engine.after_reply(ponder)
+        return ""
+
+    # -- handicap
+    def fixed_handicap(self, cmd):
+        from leelaz.game import handicap
+        n = leading_int(cmd.args[0]) if cmd.args else None
+        if n is None or not handicap.fixed_pattern(n):
+            raise GtpError(BAD_HANDICAP)
+        try:
+            handicap.place_fixed_handicap(self.state, n)
+        except ValueError:
+            raise GtpError("board not empty") from None  # LZ-DIFF: LZ aborts
+        return stone_list(self.state.board)
+
+    def place_free_handicap(self, cmd):
+        from leelaz.game import handicap
+        n = leading_int(cmd.args[0]) if cmd.args else None
+        if n is None or n < 0:
+            raise GtpError(BAD_HANDICAP)
+        chooser = getattr(self.engine, "choose_handicap_stone", None) or \
+            _fallback_handicap_stone
+        trial = self.state.copy()
+        try:
+            handicap.place_free_handicap(trial, n, chooser)
+        except ValueError:
+            raise GtpError("board not empty") from None  # LZ-DIFF: LZ aborts
+        self.engine.state = trial
+        return stone_list(trial.board)
+
+    def set_free_handicap(self, cmd):
+        trial = self.state.copy()
+        try:
+            vertices = [parse_gtp_vertex(a) for a in cmd.args]
+        except ValueError:
+            raise GtpError(ILLEGAL) from None
+        for v in vertices:  # LZ-DIFF: all or nothing, one reply
+            if v in (PASS, RESIGN) or not trial.is_legal(BLACK, v):
+                raise GtpError(ILLEGAL)
+            trial.play(BLACK, v)
+        state = self.state
+        for v in vertices:
+            state.play(BLACK, v)
+        state.handicap += len(vertices)
+        return stone_list(state.board)
+
+    # -- SGF
+    def loadsgf(self, cmd):
+        if not cmd.args:
+            raise GtpError("Missing filename.")
+        if not os.path.isfile(cmd.args[0]):
+            raise GtpError("cannot load file")
+        from leelaz.game.sgf_replay import state_from_sgf
+        movenum = leading_int(cmd.args[1]) if len(cmd.args) > 1 else None
+        if movenum is None:
+            movenum = 999
+        try:
+            new_state = state_from_sgf(cmd.args[0], movenum)
+        except (OSError, ValueError, UnicodeError, RecursionError, IndexError):
+            raise GtpError("cannot load file") from None
+        self.engine.state = new_state
+        self.engine.notify("loadsgf")
+        return ""
+
+    def printsgf(self, cmd):
+        text = self._sgf_text()
+        if not cmd.args:
+            return text + "\n"
+        try:
+            write_atomically(cmd.args[0], text)
+        except OSError:
+            raise GtpError("cannot write file") from None
+        return ""
+
+    def _sgf_text(self) -> str:
+        from leelaz.game.sgf_replay import sgf_from_state
+        cfg = self.engine.config
+        options = "".join(" " + a for a in cfg.command_line)
+        if not cfg.seed_given and cfg.seed is not None:
+            options += f" --seed {cfg.seed}"
+        return sgf_from_state(self.state, weights_path=self._weights_path(), options=options,
+                              date=time.strftime("%Y-%m-%d"))
+
+    def _weights_path(self) -> str:
+        return self.engine.config.weights or getattr(self.engine, "weights_path", None) or ""
+
+    # -- KGS
+    def kgs_game_over(self, cmd):
+        return ""
+
+    def kgs_chat(self, cmd):
+        raise GtpError("I'm a go bot, not a chat bot.")
+
+
+def _fallback_handicap_stone(state):
+    """Without a search: the first legal point (index order) whose neighbours are all empty,
+    else the first legal point that is not Black's own eye."""
+    board = state.board
+    legal = state.legal_moves(BLACK)
+    for v in legal:
+        if all(board.square[v + d] == EMPTY for d in (-21, 1, 21, -1)):
+            return v
+    for v in legal:
+        if not board.is_eye(BLACK, v):
+            return v
+    return PASS
+
+
+_NAMES = {
+    "protocol_version": "protocol_version", "name": "name", "version": "version",
+    "quit": "quit", "known_command": "known_command", "list_commands": "list_commands",
+    "boardsize": "boardsize", "clear_board": "clear_board", "komi": "komi", "play": "play",
+    "showboard": "showboard", "undo": "undo", "final_score": "final_score",
+    "final_status_list": "final_status_list", "time_settings": "time_settings",
+    "time_left": "time_left", "fixed_handicap": "fixed_handicap", "last_move": "last_move",
+    "move_history": "move_history", "place_free_handicap": "place_free_handicap",
+    "set_free_handicap": "set_free_handicap", "loadsgf": "loadsgf", "printsgf": "printsgf",
+    "kgs-time_settings": "kgs_time_settings", "kgs-game_over": "kgs_game_over",
+    "kgs-chat": "kgs_chat",
+}
+
+
+def register(engine) -> BoardCommands:
+    """Add this group's commands to engine; returns the handler object."""
+    group = BoardCommands(engine)
+    for gtp_name, method in _NAMES.items():
+        engine.add_command(gtp_name, getattr(group, method))
+    return group
