@@ -1,0 +1,273 @@
+"""One node of the search tree: statistics, PUCT selection, expansion and the LCB.
+
+Owns: `UCTNode`, the node statuses ACTIVE / PRUNED / INVALID, and `node_less` (the order
+Leela Zero uses to rank root children). Imports: numpy, game.coords and search.lcb.
+Nodes never call the network: search.py evaluates a batch of leaves and hands each leaf its
+policy and value through `create_children` and `update`.
+
+Vocabulary (the AlphaGo Zero paper's, as in minigo's mcts.py):
+    N  visits            number of completed playouts through the node
+    W  black_wins        sum of the values backed up through it, always from **Black's** view
+    Q  W / N             mean value; flipped (1 - Q) for White
+    U  c_puct * P * sqrt(Npar * ln(0.015 * Npar + 1.7)) / (1 + N), P the prior (`prior`)
+    score = Q + U, with Q replaced by first-play urgency (FPU) for unvisited children.
+
+Children are stored the way Leela Zero stores them: compactly as (vertex, prior) until first
+selected, and only then "inflated" into a UCTNode. Because children are sorted by (prior,
+vertex) descending and an unvisited, never-selected child's score is FPU + U(prior), the best
+uninflated child is always the first one; so the inflated children are exactly a prefix of the
+sorted list (`children`) and the rest lives in two compact arrays (`_moves`, `_priors`) of which
+only the entry at index len(children) is ever looked at during selection. The root inflates
+everything (prepare_root in search.py), after which it may be reordered freely.
+
+Hot path: `select_child` and `update` run for every node of every playout. They use __slots__,
+local aliases and no function calls in the loop; keep them that way.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from array import array
+
+import numpy as np
+
+from leelaz.game.coords import BLACK, BOARD_SIZE, PASS, STRIDE, WHITE
+from leelaz.search.lcb import t_quantile
+
+ACTIVE = 0
+PRUNED = 1  # skipped by selection (root only, time management); still counts as valid
+INVALID = 2  # a superko repetition: never selected, not counted
+
+#: Smallest normal float32; a prior sum below it means "spread the priors evenly".
+FLT_MIN = 1.17549435e-38
+#: Welford's M2 starts here rather than at 0 (as in Leela Zero), so the variance is never 0.
+M2_START = 1e-4
+
+_EMPTY_MOVES = array("h")
+_EMPTY_PRIORS = array("f")
+
+
+class UCTNode:
+    """A position reached by `move` from its parent, with Leela Zero's statistics."""
+
+    __slots__ = ("move", "prior", "visits", "black_wins", "virtual_loss", "net_eval", "status",
+                 "m2", "expanded", "children", "_moves", "_priors")
+
+    def __init__(self, move: int = PASS, prior: float = 0.0) -> None:
+        self.move = move  # vertex played to get here (PASS for a fresh root)
+        self.prior = prior  # P: renormalised policy (possibly noised at the root)
+        self.visits = 0  # N
+        self.black_wins = 0.0  # W, from Black's side
+        self.virtual_loss = 0  # pending virtual visits (virtual_loss per pending playout)
+        self.net_eval = 0.5  # the network's value of this position, Black's side
+        self.status = ACTIVE
+        self.m2 = M2_START  # Welford's running sum of squared deviations
+        self.expanded = False  # create_children has run (terminal nodes never expand)
+        self.children: list[UCTNode] = []  # inflated children: a prefix of the sorted list
+        self._moves = _EMPTY_MOVES  # vertices of all children, sorted; emptied once all inflated
+        self._priors = _EMPTY_PRIORS  # their priors (float32, like LZ)
+
+    # ------------------------------------------------------------------ statistics
+    def update(self, value: float) -> None:
+        """Back up one playout's value (Black's side): N += 1, W += v, Welford's M2."""
+        n = self.visits
+        w = self.black_wins
+        old_delta = value - w / n if n > 0 else 0.0
+        n += 1
+        w += value
+        self.visits = n
+        self.black_wins = w
+        self.m2 += old_delta * (value - w / n)
+
+    def raw_eval(self, color: int) -> float:
+        """Q for `color`, ignoring virtual loss (needs visits > 0)."""
+        q = self.black_wins / self.visits
+        return q if color == BLACK else 1.0 - q
+
+    def eval_with_vl(self, color: int) -> float:
+        """Q for `color` counting each pending virtual visit as a loss for that colour."""
+        vl = self.virtual_loss
+        total = self.visits + vl
+        w = self.black_wins + (vl if color == WHITE else 0)
+        q = w / total
+        return q if color == BLACK else 1.0 - q
+
+    def net_eval_for(self, color: int) -> float:
+        return self.net_eval if color == BLACK else 1.0 - self.net_eval
+
+    def variance(self, default: float = 0.0) -> float:
+        return self.m2 / (self.visits - 1) if self.visits > 1 else default
+
+    def lcb(self, color: int) -> float:
+        """Lower confidence bound of Q: Q - t(N-1) * sqrt(var / N); -1e6 + N below 2 visits."""
+        n = self.visits
+        if n < 2:
+            return -1e6 + n
+        stddev = math.sqrt(self.m2 / (n - 1) / n)
+        return self.raw_eval(color) - t_quantile(n - 1) * stddev
+
+    def valid(self) -> bool:
+        return self.status != INVALID
+
+    # ------------------------------------------------------------------ children
+    def has_children(self) -> bool:
+        return bool(self.children) or len(self._moves) > 0
+
+    def child_count(self) -> int:
+        """All children, inflated or not."""
+        return len(self._moves) if self._moves else len(self.children)
+
+    def create_children(self, candidates, policy, allow_pass: bool, net_eval_black: float) -> int:
+        """Expand with the legal `candidates` (vertices) and the network's `policy` (362 slots).
+
+        Pass joins the candidates when `allow_pass`. Priors are renormalised over the
+        candidates (evenly when they sum below FLT_MIN) and the children are sorted by
+        (prior, vertex) descending: equal priors put the higher vertex first, pass last.
+        Returns the number of children created (LZ's node count).
+        """
+        # NumPy does the per-candidate work (gather, renormalise, sort): ~360 entries per leaf.
+        moves = np.asarray(candidates, dtype=np.int32)
+        idx = (moves // STRIDE - 1) * BOARD_SIZE + moves % STRIDE - 1
+        pol = np.asarray(policy, dtype=np.float32)
+        priors = pol[idx]
+        if allow_pass:
+            moves = np.append(moves, np.int32(PASS))
+            priors = np.append(priors, pol[BOARD_SIZE * BOARD_SIZE])
+        total = np.float32(priors.sum(dtype=np.float32))
+        if total > FLT_MIN:
+            priors = priors / total
+        elif len(priors):
+            priors = np.full(len(priors), 1.0 / len(priors), dtype=np.float32)
+        order = np.lexsort((moves, priors))[::-1]  # (prior, vertex) descending
+        self._moves = array("h", moves[order].astype(np.int16).tobytes())
+        self._priors = array("f", priors[order].astype(np.float32).tobytes())
+        self.children = []
+        self.net_eval = net_eval_black
+        self.expanded = True
+        return len(self._moves)
+
+    def inflate_all(self) -> None:
+        """Turn every compact child into a node (the root needs them all)."""
+        moves, priors, children = self._moves, self._priors, self.children
+        for i in range(len(children), len(moves)):
+            children.append(UCTNode(moves[i], priors[i]))
+        self._moves = _EMPTY_MOVES
+        self._priors = _EMPTY_PRIORS
+
+    def _inflate_next(self) -> UCTNode:
+        i = len(self.children)
+        child = UCTNode(self._moves[i], self._priors[i])
+        self.children.append(child)
+        if i + 1 == len(self._moves):
+            self._moves = _EMPTY_MOVES
+            self._priors = _EMPTY_PRIORS
+        return child
+
+    def find_child(self, move: int) -> UCTNode | None:
+        """The child for `move`, inflating it (and those before it) if needed."""
+        for child in self.children:
+            if child.move == move:
+                return child
+        moves = self._moves
+        for i in range(len(self.children), len(moves)):
+            if moves[i] == move:
+                while len(self.children) <= i:
+                    self._inflate_next()
+                return self.children[i]
+        return None
+
+    def select_child(self, color: int, fpu_reduction: float, c_puct: float, log_puct: float,
+                     log_const: float) -> UCTNode:
+        """PUCT selection (hot path). Assumes the node has children.
+
+        Npar is the sum of the valid children's visits, Pv the prior mass of the visited ones;
+        FPU = net value for `color` - fpu_reduction * sqrt(Pv). A child waiting for its network
+        evaluation (N = 0 with virtual loss) scores -1 - fpu_reduction + U, so another leaf is
+        preferred. The first strictly best score wins, in child order.
+        """
+        children = self.children
+        parent_visits = 0
+        visited_policy = 0.0
+        for c in children:
+            if c.status != INVALID:
+                n = c.visits
+                if n:
+                    parent_visits += n
+                    visited_policy += c.prior
+        numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+        cn = c_puct * numerator
+        fpu = self.net_eval if color == BLACK else 1.0 - self.net_eval
+        fpu -= fpu_reduction * math.sqrt(visited_policy)
+        white = color == WHITE
+        best = None
+        best_score = -1e300
+        for c in children:
+            if c.status:  # PRUNED or INVALID
+                continue
+            n = c.visits
+            vl = c.virtual_loss
+            if n:
+                q = (c.black_wins + (vl if white else 0)) / (n + vl)
+                if white:
+                    q = 1.0 - q
+            elif vl:
+                q = -1.0 - fpu_reduction
+            else:
+                q = fpu
+            score = q + cn * c.prior / (1 + n)
+            if score > best_score:
+                best_score = score
+                best = c
+        i = len(children)
+        if i < len(self._moves) and fpu + cn * self._priors[i] > best_score:
+            best = self._inflate_next()
+        return best
+
+    # ------------------------------------------------------------------ move choice
+    def best_child(self, color: int, lcb_min_visit_ratio: float = 0.10) -> UCTNode | None:
+        """The first maximum of the LZ order among inflated children (std::max_element)."""
+        children = self.children
+        if not children:
+            return None
+        max_visits = max(c.visits for c in children)
+        threshold = max(2.0, lcb_min_visit_ratio * max_visits)
+        best = children[0]
+        for c in children[1:]:
+            if node_less(best, c, color, threshold):
+                best = c
+        return best
+
+    def sort_children(self, color: int, lcb_min_visit_ratio: float = 0.10) -> None:
+        """Sort the (fully inflated) children best first, stably, by `node_less`."""
+        children = self.children
+        if not children:
+            return
+        max_visits = max(c.visits for c in children)
+        threshold = max(2.0, lcb_min_visit_ratio * max_visits)
+
+        def cmp(a, b):
+            if node_less(a, b, color, threshold):
+                return -1
+            if node_less(b, a, color, threshold):
+                return 1
+            return 0
+        children.sort(key=functools.cmp_to_key(cmp), reverse=True)
+
+
+def node_less(a: UCTNode, b: UCTNode, color: int, threshold: float) -> bool:
+    """Leela Zero's NodeComp: is `a` worse than `b` for `color`?
+
+    Both above `threshold` visits and different LCBs: lower LCB is worse. Otherwise fewer
+    visits is worse; with no visits, lower prior; with equal visits, lower Q (with virtual loss).
+    """
+    na, nb = a.visits, b.visits
+    if na > threshold and nb > threshold:
+        la, lb = a.lcb(color), b.lcb(color)
+        if la != lb:
+            return la < lb
+    if na != nb:
+        return na < nb
+    if na == 0:
+        return a.prior < b.prior
+    return a.eval_with_vl(color) < b.eval_with_vl(color)

@@ -1,0 +1,65 @@
+"""Search configuration: one frozen dataclass with Leela Zero 0.17's defaults.
+
+Owns: `SearchParams` and the `UNLIMITED` sentinel. Imports: stdlib only.
+
+The composition root (cli.py) maps the command-line flags into it; lz-setoption replaces it with
+`dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in search/ reads globals.
+Flag names are given per field (see the reference notes, section 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Stand-in for "no limit" on playouts and visits (LZ uses INT_MAX / 2).
+UNLIMITED = 2**62
+
+TIMEMANAGE_MODES = ("auto", "on", "off", "fast", "no_pruning")
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    # --- PUCT selection (UCTNode::uct_select_child) ---
+    c_puct: float = 0.5  # exploration constant (cfg_puct)
+    log_puct: float = 0.015  # numerator = sqrt(Npar * ln(log_puct * Npar + log_const))
+    log_const: float = 1.7
+    fpu_reduction: float = 0.25  # first-play urgency: net value - r * sqrt(visited policy)
+    fpu_root_reduction: float = 0.25  # same at the root; the search uses 0 when noise is on
+    virtual_loss: int = 3  # virtual visits counted as losses per pending playout per node
+    lcb_min_visit_ratio: float = 0.10  # LCB ordering needs visits > ratio * max child visits
+
+    # --- limits (-p, -v, memory) ---
+    max_playouts: int = UNLIMITED  # -p/--playouts; 0 on the command line means UNLIMITED
+    max_visits: int = UNLIMITED  # -v/--visits; root visits, reused ones count
+    max_tree_bytes: int = 4_598_000_000  # tree size limit in LZ's accounting (lz-setoption memory)
+
+    # --- time (--timemanage; the clock itself lives in the GameState's TimeControl) ---
+    timemanage: str = "auto"  # auto|on|off|fast|no_pruning; auto = no_pruning with noise, else on
+    lagbuffer_cs: int = 100  # -b/--lagbuffer: safety margin per move, centiseconds
+
+    # --- self-play randomness (-n, -m, --randomvisits, --randomtemp) ---
+    noise: bool = False  # Dirichlet noise on the root priors at every root preparation
+    dirichlet_alpha: float = 0.03  # 0.03 * 361 / NUM_INTERSECTIONS
+    dirichlet_epsilon: float = 0.25  # P <- (1 - eps) * P + eps * eta
+    random_count: int = 0  # -m: sample the played move while the move number is below this
+    random_visits: int = 1  # --randomvisits: only children with more visits are sampled
+    random_temp: float = 1.0  # --randomtemp: weight = (visits / first visits) ** (1 / temp)
+
+    # --- move choice (-d, -r) ---
+    dumbpass: bool = False  # -d: pass is always a child; no pass heuristics at the end
+    resign_pct: int = -1  # -r: -1 = 10% scaled for handicap, 0 = never, else x%
+
+    # --- Python specifics ---
+    batch_size: int = 8  # leaves collected under virtual loss per evaluate() call (LZ: threads)
+    ponder: bool = True  # think on the opponent's time (--noponder turns it off)
+    quiet: bool = False  # -q: no stderr diagnostics from the search
+
+    def effective_timemanage(self) -> str:
+        """The mode in force: `auto` resolves to no_pruning with noise, otherwise on."""
+        if self.timemanage == "auto":
+            return "no_pruning" if self.noise else "on"
+        return self.timemanage
+
+    def root_fpu_reduction(self) -> float:
+        """FPU reduction at the root: 0 with noise, as LZ sets cfg_fpu_root_reduction."""
+        return 0.0 if self.noise else self.fpu_root_reduction

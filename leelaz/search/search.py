@@ -1,0 +1,541 @@
+"""The tree search: Leela Zero's UCTSearch with batched leaf evaluation instead of threads.
+
+Owns: `UCTSearch` (think, ponder, tree reuse, root preparation, time management, stderr
+diagnostics) and the `Evaluator` / `MoveRestrictions` protocols it needs.
+Imports: game.coords, search.* (never nn/: an evaluator is handed in; tests pass a fake).
+
+One batch (hot path, `_run_batch` / `_descend`): up to `batch_size` playouts descend from the
+root on copies of the root state (`state.copy()` + `play()`), each leaving virtual loss on its
+path, so the next descent is steered elsewhere, as LZ's worker threads are. Terminal leaves
+(two passes) are scored by Tromp-Taylor and backed up at once; a move that repeats a position
+marks its child INVALID; a leaf already waiting in this batch ends the collection. Then ONE
+`evaluator.evaluate(states)` call, and each leaf is expanded and its value backed up along its
+path, taking the virtual loss off again. Under Python's GIL this is what replaces LZ's threads,
+and it is what lets a backend batch.
+
+Statistics are kept from Black's side (see node.py); reports use the side to move.
+
+The clock: `think` starts and stops the state's TimeControl for the searching colour (the time
+spent is charged to it), and asks it for the budget, as LZ's UCTSearch::think does.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from typing import Callable, Protocol, Sequence
+
+from leelaz.game.coords import BLACK, PASS, gtp_vertex
+from leelaz.search import stats
+from leelaz.search.choose import choose_move
+from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
+from leelaz.search.params import UNLIMITED, SearchParams
+from leelaz.search.result import SearchResult
+
+#: Bytes per child slot and per inflated node in LZ's tree-size accounting (§3.9).
+CHILD_BYTES = 8
+NODE_BYTES = 64
+
+_LEAF, _VALUE, _NOVALUE, _COLLISION = range(4)
+
+
+class Evaluation(Protocol):
+    policy: Sequence[float]  # 362 probabilities (pass last)
+    winrate: float  # for the side to move
+
+
+class Evaluator(Protocol):
+    """What the search needs from the network (nn.network.Network satisfies it)."""
+
+    def evaluate(self, states: Sequence) -> list[Evaluation]: ...
+
+
+class MoveRestrictions(Protocol):
+    """lz-analyze avoid/allow tags (gtp/analysis.py AnalyzeTags satisfies it)."""
+
+    has_move_restrictions: bool
+
+    def is_allowed(self, color: int, vertex: int, move_num: int) -> bool: ...
+
+
+class _Rng(random.Random):
+    """random.Random driven by xoroshiro128+ (LZ's generator), so gammavariate etc. work."""
+
+    def __init__(self, seed: int):
+        self._x = None
+        super().__init__(seed)
+
+    def seed(self, a=None, version=2):  # noqa: D102  (random.Random API)
+        from leelaz.game.zobrist import Xoroshiro128Plus
+        if not isinstance(a, int):
+            a = int(time.time_ns())
+        self._x = Xoroshiro128Plus(a)
+        self.gauss_next = None
+
+    def random(self) -> float:
+        return (self._x.next_u64() >> 11) * (1.0 / (1 << 53))
+
+    def getrandbits(self, k: int) -> int:
+        out, bits = 0, 0
+        while bits < k:
+            out = (out << 64) | self._x.next_u64()
+            bits += 64
+        return out >> (bits - k)
+
+
+def make_rng(seed: int | None = None) -> random.Random:
+    """The search RNG: xoroshiro128+ when available, else Python's Mersenne Twister."""
+    try:
+        return _Rng(seed if seed is not None else time.time_ns())
+    except ImportError:  # pragma: no cover - zobrist.py is part of game/
+        return random.Random(seed)
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+class UCTSearch:
+    """PUCT search over GameStates with an injected evaluator.
+
+    Construct once per engine (`clear_board` calls `reset()`); `params` may be replaced at any
+    time (lz-setoption). `log(text)` receives LZ's stderr diagnostics (newlines included);
+    params.quiet silences it.
+    """
+
+    def __init__(self, evaluator: Evaluator, params: SearchParams | None = None,
+                 rng: random.Random | int | None = None,
+                 log: Callable[[str], None] | None = None):
+        self.evaluator = evaluator
+        self.params = params or SearchParams()
+        self.rng = rng if isinstance(rng, random.Random) else make_rng(rng)
+        self._log_fn = log or _stderr
+        self.root: UCTNode | None = None
+        self._last_state = None  # root state of the last search, for tree reuse
+        self.nodes = 0
+        self.playouts = 0
+        self.last_result: SearchResult | None = None
+        self.explanation = ""  # gomill-explain_last_move text
+        self._restrictions: MoveRestrictions | None = None
+
+    # ------------------------------------------------------------------ public API
+    def reset(self) -> None:
+        """Forget the tree (clear_board, loadsgf, boardsize)."""
+        self.root = None
+        self._last_state = None
+        self.nodes = 0
+
+    def log(self, text: str) -> None:
+        if not self.params.quiet:
+            self._log_fn(text)
+
+    def think(self, state, color: int | None = None, *, time_limit_cs: int | None = None,
+              max_visits: int | None = None, max_playouts: int | None = None,
+              on_progress: Callable[[SearchResult], None] | None = None,
+              progress_interval_cs: int = 0, should_stop: Callable[[], bool] | None = None,
+              nopass: bool = False, noresign: bool = False,
+              restrictions: MoveRestrictions | None = None, use_clock: bool = True
+              ) -> SearchResult:
+        """Search the position for `color` and choose a move (genmove).
+
+        `state` is not changed (the caller plays the move), except that its clock is charged
+        when `use_clock`. The budget is `time_limit_cs`, or else the clock's
+        max_time_for_move. Limits default to params.max_visits / max_playouts.
+        `on_progress(snapshot)` is called every `progress_interval_cs` (lz-genmove_analyze),
+        and once at the end if it never was. `should_stop()` aborts early (e.g. quit).
+        """
+        p = self.params
+        color = state.to_move if color is None else color
+        start = time.monotonic()
+        tc = getattr(state, "time_control", None) if use_clock else None
+        if tc is not None:
+            tc.start(color)
+        root_state = _to_move(state, color)
+        self._restrictions = restrictions
+        self._update_root(root_state, restrictions)
+        budget = self._budget_cs(root_state, color, tc, time_limit_cs)
+        self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
+        self._prepare_root(root_state, color)
+        root = self.root
+        visits_cap = p.max_visits if max_visits is None else max_visits
+        playouts_cap = p.max_playouts if max_playouts is None else max_playouts
+        if root.has_children():
+            self._loop(root_state, color, start, budget, visits_cap, playouts_cap, on_progress,
+                       progress_interval_cs, should_stop, pondering=False)
+        for c in root.children:
+            if c.status == PRUNED:
+                c.status = ACTIVE
+        if tc is not None:
+            tc.stop(color)
+        if not root.has_children():
+            result = stats.snapshot(root, color, root_state.move_num, move=PASS)
+            self.last_result = result
+            return result
+        return self._finish_think(root_state, color, start, nopass, noresign)
+
+    def ponder(self, state, *, should_stop: Callable[[], bool],
+               on_progress: Callable[[SearchResult], None] | None = None,
+               progress_interval_cs: int = 0, restrictions: MoveRestrictions | None = None,
+               max_visits: int | None = None, max_playouts: int | None = None) -> SearchResult:
+        """Think on the opponent's time (or lz-analyze) until `should_stop()` or a limit.
+
+        The side to move is the state's. With move restrictions the tree is neither reused
+        nor kept, as in LZ.
+        """
+        p = self.params
+        color = state.to_move
+        start = time.monotonic()
+        disable_reuse = bool(restrictions is not None and restrictions.has_move_restrictions)
+        if disable_reuse:
+            self._last_state = None
+        root_state = state.copy()
+        self._restrictions = restrictions
+        self._update_root(root_state, restrictions)
+        self._prepare_root(root_state, color)
+        root = self.root
+        if root.has_children():
+            self._loop(root_state, color, start, UNLIMITED,
+                       p.max_visits if max_visits is None else max_visits,
+                       p.max_playouts if max_playouts is None else max_playouts,
+                       on_progress, progress_interval_cs, should_stop, pondering=True)
+        for c in root.children:
+            if c.status == PRUNED:
+                c.status = ACTIVE
+        if root.has_children() and root.children:
+            self.log("\n")
+            root.sort_children(color, p.lcb_min_visit_ratio)
+            for line in stats.dump_stats_lines(root, color, p.lcb_min_visit_ratio):
+                self.log(line)
+            for line in stats.tree_stats_lines(root):
+                self.log(line)
+            self.log(f"\n{root.visits} visits, {self.nodes} nodes\n\n")
+        result = stats.snapshot(root, color, root_state.move_num, playouts=self.playouts,
+                                nodes=self.nodes, elapsed=time.monotonic() - start,
+                                ratio=p.lcb_min_visit_ratio)
+        self._last_state = None if disable_reuse else root_state
+        self._restrictions = None
+        return result
+
+    # ------------------------------------------------------------------ the loop
+    def _loop(self, root_state, color, start, budget_cs, visits_cap, playouts_cap, on_progress,
+              interval_cs, should_stop, pondering):
+        """Batches until a limit, the budget, early stop or should_stop (at least one)."""
+        p = self.params
+        root = self.root
+        batch = max(1, p.batch_size)
+        last_update = last_output = 0
+        mode = p.effective_timemanage()
+        while True:
+            left = min(playouts_cap - self.playouts, visits_cap - root.visits)
+            self._run_batch(root_state, max(1, min(batch, left)))
+            elapsed_cs = int((time.monotonic() - start) * 100)
+            if interval_cs and on_progress and elapsed_cs - last_output > interval_cs:
+                last_output = elapsed_cs
+                on_progress(self._snapshot(root_state, color, start))
+            if not pondering and elapsed_cs - last_update > 250:
+                last_update = elapsed_cs
+                self._log_playouts(color)
+            if CHILD_BYTES * self.nodes + NODE_BYTES * root.visits >= p.max_tree_bytes:
+                break
+            if self.playouts >= playouts_cap or root.visits >= visits_cap:
+                break
+            if should_stop is not None and should_stop():
+                break
+            if pondering:
+                continue
+            if elapsed_cs >= budget_cs:
+                break
+            if mode != "off" and not self._have_alternate_moves(
+                    root_state, color, elapsed_cs, budget_cs, visits_cap, playouts_cap, mode):
+                break
+        if interval_cs and on_progress and last_output == 0:
+            on_progress(self._snapshot(root_state, color, start))
+
+    def _run_batch(self, root_state, limit: int) -> None:
+        """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up."""
+        vl = self.params.virtual_loss
+        leaves = []
+        attempts = 0
+        while len(leaves) < limit and attempts < 2 * limit:
+            attempts += 1
+            kind, path, payload = self._descend(root_state)
+            if kind == _LEAF:
+                leaves.append((path, payload))
+                continue
+            if kind == _VALUE:
+                _backup(path, payload, vl)
+                self.playouts += 1
+                limit -= 1
+                continue
+            for node in path:
+                node.virtual_loss -= vl
+            if kind == _COLLISION:
+                break
+        if not leaves:
+            return
+        evals = self.evaluator.evaluate([st for _, st in leaves])
+        for (path, st), ev in zip(leaves, evals):
+            value = self._expand(path[-1], st, ev)
+            _backup(path, value, vl)
+            self.playouts += 1
+
+    def _descend(self, root_state):
+        """One descent from the root (hot path). Returns (kind, path, leaf state or value)."""
+        p = self.params
+        vl = p.virtual_loss
+        c_puct, log_puct, log_const = p.c_puct, p.log_puct, p.log_const
+        fpu = p.root_fpu_reduction()
+        node = self.root
+        node.virtual_loss += vl
+        path = [node]
+        st = root_state.copy()
+        color = st.to_move
+        while True:
+            if not node.expanded:
+                if st.passes >= 2:
+                    score = st.final_score()
+                    return _VALUE, path, (1.0 if score > 0 else 0.0 if score < 0 else 0.5)
+                if node.virtual_loss > vl:
+                    return _COLLISION, path, None  # already waiting in this batch
+                return _LEAF, path, st
+            if not node.children and not node._moves:
+                return _NOVALUE, path, None
+            child = node.select_child(color, fpu, c_puct, log_puct, log_const)
+            move = child.move
+            st.play(color, move)
+            if move != PASS and st.superko():
+                child.status = INVALID
+                return _NOVALUE, path, None
+            child.virtual_loss += vl
+            path.append(child)
+            node = child
+            color = 1 - color
+            fpu = p.fpu_reduction
+
+    def _expand(self, node: UCTNode, st, ev) -> float:
+        """Create the children of a leaf from its evaluation; returns its value (Black)."""
+        color = st.to_move
+        stm = float(ev.winrate)
+        black = stm if color == BLACK else 1.0 - stm
+        candidates = st.legal_moves(color)
+        restrictions = self._restrictions
+        if restrictions is not None and restrictions.has_move_restrictions:
+            mn = st.move_num
+            allowed = restrictions.is_allowed
+            candidates = [v for v in candidates if allowed(color, v, mn)]
+        allow_pass = self.params.dumbpass or len(candidates) <= 19
+        if not allow_pass and stm > 0.8:
+            score = st.final_score()
+            allow_pass = (score if color == BLACK else -score) >= 0
+        self.nodes += node.create_children(candidates, ev.policy, allow_pass, black)
+        return black
+
+    # ------------------------------------------------------------------ root handling
+    def _update_root(self, root_state, restrictions) -> None:
+        """Reuse the subtree of the new position if possible, else start a fresh tree."""
+        self.playouts = 0
+        start_nodes = stats.count_nodes(self.root) if self.root is not None else 0
+        if not self._advance(root_state):
+            self.root = UCTNode()
+        self._last_state = None
+        self.nodes = stats.count_nodes(self.root)
+        if start_nodes > 0:
+            self.log(f"update_root, {start_nodes} -> {self.nodes} nodes "
+                     f"({100.0 * self.nodes / start_nodes:.1f}% reused)\n")
+
+    def _advance(self, new_state) -> bool:
+        """Walk the tree from the saved root down the moves played since (LZ's
+        advance_to_new_rootstate). False when anything does not match."""
+        old, node = self._last_state, self.root
+        if old is None or node is None or old.komi != new_state.komi:
+            return False
+        depth = new_state.move_num - old.move_num
+        if depth < 0 or depth >= len(new_state.history):
+            return False
+        if depth == 0:
+            if new_state.board.hash != old.board.hash:
+                return False
+        else:
+            if new_state.history[-1 - depth].hash != old.board.hash:
+                return False
+            expected = old.to_move
+            for color, move in new_state.moves()[-depth:]:
+                if color != expected:
+                    return False
+                child = node.find_child(move)
+                if child is None:
+                    return False
+                node = child
+                expected = 1 - expected
+            if expected != new_state.to_move:
+                return False
+        node.status = ACTIVE
+        node.virtual_loss = 0
+        self.root = node
+        return True
+
+    def _prepare_root(self, root_state, color) -> None:
+        """Expand the root if needed, inflate all children, remove superko repeats and an
+        avoided pass, add Dirichlet noise with -n; prints `NN eval=`."""
+        root = self.root
+        had_children = root.has_children()
+        if not root.expanded and root_state.passes < 2:
+            ev = self.evaluator.evaluate([root_state])[0]
+            black = self._expand(root, root_state, ev)
+            if not had_children:
+                root.update(black)
+        self.log(f"NN eval={root.net_eval_for(color):f}\n")
+        root.inflate_all()
+        kept = []
+        for child in root.children:
+            if child.move != PASS:
+                st = root_state.copy()
+                st.play(color, child.move)
+                if st.superko():
+                    continue
+            if child.status == INVALID:
+                child.status = ACTIVE
+            kept.append(child)
+        r = self._restrictions
+        if (r is not None and r.has_move_restrictions and len(kept) > 1
+                and not r.is_allowed(color, PASS, root_state.move_num)):
+            kept = [c for c in kept if c.move != PASS]
+        root.children = kept
+        if self.params.noise:
+            self._dirichlet_noise(root)
+
+    def _dirichlet_noise(self, root: UCTNode) -> None:
+        p = self.params
+        eta = [self.rng.gammavariate(p.dirichlet_alpha, 1.0) for _ in root.children]
+        total = sum(eta)
+        if total < 1.17549435e-38:
+            return
+        eps = p.dirichlet_epsilon
+        for child, e in zip(root.children, eta):
+            child.prior = child.prior * (1 - eps) + eps * (e / total)
+
+    # ------------------------------------------------------------------ time management
+    def _budget_cs(self, root_state, color, tc, time_limit_cs) -> int:
+        if time_limit_cs is not None:
+            return time_limit_cs
+        if tc is None:
+            return UNLIMITED
+        p = self.params
+        return tc.max_time_for_move(root_state.move_num, color, lagbuffer_cs=p.lagbuffer_cs,
+                                    timemanage=p.effective_timemanage() != "off")
+
+    def _have_alternate_moves(self, root_state, color, elapsed_cs, budget_cs, visits_cap,
+                              playouts_cap, mode) -> bool:
+        """Early stop: prune children that cannot catch up (LZ's prune_noncontenders)."""
+        root = self.root
+        pruned = self._prune_noncontenders(color, elapsed_cs, budget_cs, visits_cap,
+                                           playouts_cap, mode != "no_pruning")
+        if pruned < len(root.children) - 1:
+            return True
+        tc = getattr(root_state, "time_control", None)
+        cannot_bank = tc is not None and not tc.can_accumulate_time(color)
+        if (cannot_bank or playouts_cap < UNLIMITED) and mode != "fast":
+            return True
+        if budget_cs - elapsed_cs > 50:
+            self.log(f"{(budget_cs - elapsed_cs) / 100.0:.1f}s left, stopping early.\n")
+        return False
+
+    def _prune_noncontenders(self, color, elapsed_cs, budget_cs, visits_cap, playouts_cap,
+                             prune) -> int:
+        root = self.root
+        lcb_max = 0.0
+        n_first = 0
+        for c in root.children:
+            if c.status != INVALID:
+                if c.visits > 0:
+                    lcb_max = max(lcb_max, c.lcb(color))
+                n_first = max(n_first, c.visits)
+        left = max(0, min(playouts_cap - self.playouts, visits_cap - root.visits))
+        if elapsed_cs >= 100 and self.playouts >= 100:
+            rate = self.playouts / elapsed_cs
+            left = min(left, int(-(-rate * max(0, budget_cs - elapsed_cs) // 1)))
+        min_required = n_first - left
+        pruned = 0
+        for c in root.children:
+            if c.status == INVALID:
+                continue
+            n = c.visits
+            contender = n >= min_required or (n > 0 and c.raw_eval(color) >= lcb_max)
+            if prune:
+                c.status = ACTIVE if contender else PRUNED
+            pruned += not contender
+        return pruned
+
+    # ------------------------------------------------------------------ reports
+    def _snapshot(self, root_state, color, start, move=None) -> SearchResult:
+        return stats.snapshot(self.root, color, root_state.move_num, move=move,
+                              playouts=self.playouts, nodes=self.nodes,
+                              elapsed=time.monotonic() - start,
+                              ratio=self.params.lcb_min_visit_ratio)
+
+    def _log_playouts(self, color) -> None:
+        if self.params.quiet:
+            return
+        root = self.root
+        win = 100.0 * root.raw_eval(color) if root.visits else 0.0
+        pv = stats.pv_text(stats.principal_variation(root, color, self.params.lcb_min_visit_ratio))
+        self.log(f"Playouts: {self.playouts}, Win: {win:5.2f}%, PV: {pv}\n")
+
+    def _finish_think(self, root_state, color, start, nopass, noresign) -> SearchResult:
+        """Stats to stderr, the move choice, the explanation, and the state kept for reuse."""
+        p = self.params
+        root = self.root
+        root.sort_children(color, p.lcb_min_visit_ratio)
+        self.log("\n")
+        for line in stats.dump_stats_lines(root, color, p.lcb_min_visit_ratio):
+            self.log(line)
+        for line in stats.tree_stats_lines(root):
+            self.log(line)
+        elapsed = time.monotonic() - start
+        elapsed_cs = int(elapsed * 100)
+        self.log(f"{root.visits} visits, {self.nodes} nodes, {self.playouts} playouts, "
+                 f"{self.playouts * 100.0 / (elapsed_cs + 1):.0f} n/s\n\n")
+        # Training data sees the root as sorted above, before random play reorders it.
+        record = self._snapshot(root_state, color, start)
+        r = self._restrictions
+        mn = root_state.move_num
+
+        def allowed(c, v):
+            return r is None or not r.has_move_restrictions or r.is_allowed(c, v, mn)
+
+        move = choose_move(root, root_state, color, p, nopass=nopass, noresign=noresign,
+                           allowed=allowed, uniform=self.rng.random, log=self.log)
+        record.move = move
+        win = 100.0 * root.raw_eval(color) if root.visits else 0.0
+        pv = stats.pv_text(stats.principal_variation(root, color, p.lcb_min_visit_ratio))
+        self.explanation = (f"move {mn}, {'B' if color == BLACK else 'W'} => "
+                            f"{gtp_vertex(move)}\nPlayouts: {root.visits}, Win: {win:5.2f}%, "
+                            f"PV: {pv}")
+        self._last_state = root_state
+        self._restrictions = None
+        self.last_result = record
+        return record
+
+
+def _backup(path, value: float, vl: int) -> None:
+    """Add `value` (Black's side) to every node on the path and take its virtual loss off."""
+    for node in path:
+        n = node.visits
+        w = node.black_wins
+        old_delta = value - w / n if n > 0 else 0.0
+        n += 1
+        w += value
+        node.visits = n
+        node.black_wins = w
+        node.m2 += old_delta * (value - w / n)
+        node.virtual_loss -= vl
+
+
+def _to_move(state, color: int):
+    """A copy of `state` with `color` to move (genmove COLOR may break alternation)."""
+    st = state.copy()
+    if st.to_move != color:
+        st.set_to_move(color)
+    return st
