@@ -1,0 +1,197 @@
+"""A game in progress: the current position, the positions before it, and the game's settings.
+
+Owns: `GameState` (Leela Zero's KoState + GameState): komi, handicap, the history of positions
+since the anchored start (for undo and the network's 8 history planes), positional superko over
+every position of the game (anchored handicap stones included), resignation, and the clock
+object. Imports: game.board, game.coords, game.timecontrol.
+
+Positions are immutable once pushed onto `history`: `play` copies the current Board and plays on
+the copy. So `copy()` only copies two lists of references, and any number of search threads of
+thought can branch from one state. The hot path is `copy()` + `play()` (once per playout step).
+
+LZ details kept on purpose (reference §6.2, §6.5):
+- `play` plays for any colour, ignores ko and superko, and removes a suicided string without
+  prisoners; `play(c, RESIGN)` only sets `resigned`.
+- `set_to_move` and `set_passes` change the live position only; the position pushed by the last
+  move is what `undo` goes back to and what `moves()` reports, as LZ's game_history snapshots
+  are. (After `play b D4`, `genmove b`, `undo`, White is to move again, as in LZ.)
+- The ko-hash history survives `anchor()`, so handicap stones count for superko.
+"""
+
+from __future__ import annotations
+
+from leelaz.game.board import Board
+from leelaz.game.coords import EMPTY, NUM_VERTICES, PASS, RESIGN, Color, Vertex
+
+
+def _new_time_control():
+    # Lazy import: the clock module is independent of the board and is only needed here.
+    from leelaz.game.timecontrol import TimeControl
+    return TimeControl()
+
+
+class GameState:
+    """The state of one game. `board` is `history[-1]` and must not be mutated by callers."""
+
+    __slots__ = ("komi", "handicap", "resigned", "time_control", "history", "board",
+                 "_ko_hashes", "_pushed")
+
+    def __init__(self, komi: float = 7.5) -> None:
+        self.time_control = _new_time_control()
+        self.reset(komi)
+
+    def reset(self, komi: float | None = None) -> None:
+        """A new game on an empty board (clear_board); the clock settings are kept, the clocks
+        restart."""
+        if komi is not None:
+            self.komi = komi
+        self.handicap = 0
+        self.resigned: Color | None = None
+        self.board = Board()
+        self.history: list[Board] = [self.board]
+        self._ko_hashes = [self.board.ko_hash]   # every position of the game, for superko
+        self._pushed: Board | None = None       # history[-1] as pushed, if changed since
+        reset_clocks = getattr(self.time_control, "reset_clocks", None)
+        if reset_clocks is not None:
+            reset_clocks()
+
+    def copy(self) -> GameState:
+        """A state that can move on independently; positions and clock are shared (hot path)."""
+        s = _new_state(GameState)
+        s.komi = self.komi
+        s.handicap = self.handicap
+        s.resigned = self.resigned
+        s.time_control = self.time_control
+        s.history = self.history[:]
+        s.board = self.board
+        s._ko_hashes = self._ko_hashes[:]
+        s._pushed = self._pushed
+        return s
+
+    # ------------------------------------------------------------------ position fields
+    @property
+    def move_num(self) -> int:
+        return len(self.history) - 1
+
+    @property
+    def to_move(self) -> Color:
+        return self.board.to_move
+
+    @property
+    def passes(self) -> int:
+        return self.board.passes
+
+    @property
+    def ko_move(self) -> Vertex:
+        return self.board.ko_move
+
+    @property
+    def last_move(self) -> Vertex:
+        """The last move played (PASS possible), NO_VERTEX at the start of a game. Survives
+        anchoring, as in LZ (after fixed_handicap it is the last handicap stone)."""
+        return self.board.last_move
+
+    # ------------------------------------------------------------------ moves
+    def play(self, color: Color, vertex: Vertex) -> None:
+        """Play for `color` whoever is to move: a stone, PASS, or RESIGN (only sets `resigned`).
+
+        Raises ValueError for an occupied or off-board point; ko, suicide and superko are not
+        checked (GTP `play` accepts them, like LZ). Hot path.
+        """
+        if vertex < 0:
+            if vertex == RESIGN:
+                self.resigned = color
+                self._pushed = None  # LZ re-snapshots the live state here
+                return
+            if vertex != PASS:
+                raise ValueError(f"not a move: {vertex}")
+        elif vertex >= NUM_VERTICES or self.board.square[vertex] != EMPTY:
+            raise ValueError(f"point not empty or off the board: {vertex}")
+        board = self.board.copy()
+        board.play_move(color, vertex)
+        history = self.history
+        if self._pushed is not None:
+            history[-1] = self._pushed
+            self._pushed = None
+        history.append(board)
+        self.board = board
+        self._ko_hashes.append(board.ko_hash)
+
+    def is_legal(self, color: Color, vertex: Vertex) -> bool:
+        """Engine legality (LZ's is_move_legal): pass and resign, or an empty point that is not
+        the ko point and not suicide. Superko is not checked here (see `superko`)."""
+        if vertex == RESIGN:
+            return True
+        return self.board.is_legal(color, vertex)
+
+    def legal_moves(self, color: Color) -> list[Vertex]:
+        """The legal points for `color`, in index order (A1, B1, ..., T19); pass, always legal,
+        is not listed."""
+        b = self.board
+        ko = b.ko_move
+        suicide = b.is_suicide
+        empties = b.empty[:b.empty_cnt].tolist()
+        empties.sort()
+        return [v for v in empties if v != ko and not suicide(color, v)]
+
+    def superko(self) -> bool:
+        """The current stones repeat an earlier position of the game (positional superko).
+        After a pass this is always true; the search asks only after a stone."""
+        return self._ko_hashes.count(self.board.ko_hash) > 1
+
+    def undo(self) -> bool:
+        """Go back one move; False at move 0 (also right after anchoring). `resigned` stays."""
+        if len(self.history) <= 1:
+            return False
+        self.history.pop()
+        self._ko_hashes.pop()
+        self.board = self.history[-1]
+        self._pushed = None
+        return True
+
+    def anchor(self) -> None:
+        """Make the current position the start of the game (move 0): handicap and SGF setup
+        stones stay out of the move list and the network's history, but count for superko."""
+        self.history = [self.board]
+        self._pushed = None
+
+    def set_to_move(self, color: Color) -> None:
+        """Change the side to move of the live position, updating its hash like LZ."""
+        if color != self.board.to_move:
+            board = self.board.copy()
+            board.set_to_move(color)
+            self._replace_live(board)
+
+    def set_passes(self, passes: int) -> None:
+        """Set the pass counter without touching the hash (LZ's set_passes, used by
+        kgs-genmove_cleanup)."""
+        if passes != self.board.passes:
+            board = self.board.copy()
+            board.passes = passes
+            self._replace_live(board)
+
+    def _replace_live(self, board: Board) -> None:
+        if self._pushed is None:
+            self._pushed = self.history[-1]
+        self.history[-1] = board
+        self.board = board
+
+    # ------------------------------------------------------------------ results
+    def final_score(self) -> float:
+        """Black minus White minus komi minus handicap, by area (LZ's final_score)."""
+        return self.board.area_score(self.komi + self.handicap)
+
+    def moves(self) -> list[tuple[Color, Vertex]]:
+        """(colour, vertex) of every move since the anchored start, oldest first. The colour
+        is the opposite of the side to move after the move, as LZ's move_history reports it."""
+        positions = self.history[1:]
+        if positions and self._pushed is not None:
+            positions[-1] = self._pushed
+        return [(1 - b.to_move, b.last_move) for b in positions]
+
+    def __repr__(self) -> str:
+        return (f"GameState(move_num={self.move_num}, to_move={self.to_move}, komi={self.komi}, "
+                f"handicap={self.handicap})")
+
+
+_new_state = object.__new__
