@@ -1,0 +1,137 @@
+/* Winograd F(4x4, 3x3) input and output transforms (reference notes 4.6).
+ *
+ * Layouts (P = batch * TILES tile columns, padded to Ppad; C, K padded to Cpad, Kpad):
+ *   activations  store_t [B][C][NUM_INTERSECTIONS]   (NCHW, row-major board, idx = y*19 + x)
+ *   V            store_t [36][Cpad][Ppad]            V[xi*6+nu][c][p] = (Bt d B)[xi][nu]
+ *   M            store_t [36][Kpad][Ppad]            output of the sgemm
+ * Tile p = b * TILES + ty * WTILES + tx reads padded rows 4ty..4ty+5 (board rows 4ty-1..4ty+4).
+ */
+
+/* r = Bt d for one 6-vector. */
+inline void bt6(const float d0, const float d1, const float d2, const float d3,
+                const float d4, const float d5, float r[6])
+{
+    r[0] = d0 - 2.5f * d2 + d4;
+    r[1] = -SQ2 * d1 - 2.0f * d2 + SQ2_2 * d3 + d4;
+    r[2] = SQ2 * d1 - 2.0f * d2 - SQ2_2 * d3 + d4;
+    r[3] = -SQ2_2 * d1 - 0.5f * d2 + SQ2 * d3 + d4;
+    r[4] = SQ2_2 * d1 - 0.5f * d2 - SQ2 * d3 + d4;
+    r[5] = d1 - 2.5f * d3 + d5;
+}
+
+/* r = At m for one 6-vector. */
+inline void at6(const float m0, const float m1, const float m2, const float m3,
+                const float m4, const float m5, float r[4])
+{
+    r[0] = m0 + m1 + m2 + m3 + m4;
+    r[1] = SQ2_2 * (m1 - m2) + SQ2 * (m3 - m4);
+    r[2] = 0.5f * (m1 + m2) + 2.0f * (m3 + m4);
+    r[3] = SQ2_4 * (m1 - m2) + 2.0f * SQ2 * (m3 - m4) + m5;
+}
+
+/* V = Bt d B for every (tile p, channel c); zeros for padding rows and columns.
+ * Global size (>= Ppad, >= Cpad); any local size. */
+__kernel void in_transform(__global const store_t* restrict in, __global store_t* restrict V,
+                           const int C, const int Cpad, const int P, const int Ppad)
+{
+    const int p = get_global_id(0);
+    const int c = get_global_id(1);
+    if (p >= Ppad || c >= Cpad) {
+        return;
+    }
+    float d[6][6];
+    if (p < P && c < C) {
+        const int b = p / TILES;
+        const int t = p - b * TILES;
+        const int ty = t / WTILES;
+        const int tx = t - ty * WTILES;
+        __global const store_t* plane = in + (b * C + c) * NUM_INTERSECTIONS;
+        for (int i = 0; i < 6; i++) {
+            const int y = ty * 4 + i - 1;
+            for (int j = 0; j < 6; j++) {
+                const int x = tx * 4 + j - 1;
+                const bool inside = y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;
+                d[i][j] = inside ? LOAD(plane, y * BOARD_SIZE + x) : 0.0f;
+            }
+        }
+    } else {
+        for (int i = 0; i < 6; i++) {
+            for (int j = 0; j < 6; j++) {
+                d[i][j] = 0.0f;
+            }
+        }
+    }
+    float t[6][6];
+    float r[6];
+    for (int j = 0; j < 6; j++) {
+        bt6(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
+        for (int i = 0; i < 6; i++) {
+            t[i][j] = r[i];
+        }
+    }
+    const int plane_stride = Cpad * Ppad;
+    for (int i = 0; i < 6; i++) {
+        bt6(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], r);
+        for (int j = 0; j < 6; j++) {
+            STORE(V, (i * 6 + j) * plane_stride + c * Ppad + p, r[j]);
+        }
+    }
+}
+
+/* out = [ReLU](scale * (At M A - mean) [+ res]) for every (tile p < P, output channel k < K).
+ * `res` may alias `out` (each element is read and written by the same work item).
+ * Global size (>= P, >= K); any local size. */
+__kernel void out_transform_bn(__global const store_t* restrict M, __global store_t* out,
+                               __global const store_t* res,
+                               __global const float* restrict mean,
+                               __global const float* restrict scale,
+                               const int K, const int Kpad, const int P, const int Ppad,
+                               const int has_res, const int relu)
+{
+    const int p = get_global_id(0);
+    const int k = get_global_id(1);
+    if (p >= P || k >= K) {
+        return;
+    }
+    const int plane_stride = Kpad * Ppad;
+    float t[4][6];
+    float r[4];
+    for (int j = 0; j < 6; j++) {
+        float m[6];
+        for (int i = 0; i < 6; i++) {
+            m[i] = LOAD(M, (i * 6 + j) * plane_stride + k * Ppad + p);
+        }
+        at6(m[0], m[1], m[2], m[3], m[4], m[5], r);
+        for (int i = 0; i < 4; i++) {
+            t[i][j] = r[i];
+        }
+    }
+    const int b = p / TILES;
+    const int tile = p - b * TILES;
+    const int ty = tile / WTILES;
+    const int tx = tile - ty * WTILES;
+    const float mu = mean[k];
+    const float s = scale[k];
+    const int base = (b * K + k) * NUM_INTERSECTIONS;
+    for (int i = 0; i < 4; i++) {
+        at6(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], r);
+        const int y = ty * 4 + i;
+        if (y >= BOARD_SIZE) {
+            break;
+        }
+        for (int j = 0; j < 4; j++) {
+            const int x = tx * 4 + j;
+            if (x < BOARD_SIZE) {
+                const int idx = base + y * BOARD_SIZE + x;
+                float v = s * (r[j] - mu);
+                if (has_res) {
+                    v += LOAD(res, idx);
+                }
+                if (relu) {
+                    v = fmax(v, 0.0f);
+                }
+                STORE(out, idx, v);
+            }
+        }
+    }
+}
