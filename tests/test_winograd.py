@@ -10,12 +10,12 @@ from leelaz.backends import winograd as W
 
 
 def direct(x, w):
-    """'same' 3x3 cross-correlation, x [C, B, 19, 19], w [K, C, 3, 3], float64 loops."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    out = np.zeros((w.shape[0], x.shape[1], 19, 19))
+    """'same' 3x3 cross-correlation, x [C, 19, 19, B], w [K, C, 3, 3], float64 loops."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    out = np.zeros((w.shape[0], 19, 19, x.shape[3]))
     for i in range(3):
         for j in range(3):
-            out += np.einsum("kc,cbyx->kbyx", w[:, :, i, j], xp[:, :, i:i + 19, j:j + 19])
+            out += np.einsum("kc,cyxb->kyxb", w[:, :, i, j], xp[:, i:i + 19, j:j + 19, :])
     return out
 
 
@@ -40,20 +40,21 @@ def test_transform_filter_layout():
 
 
 def test_tile_view_reads_the_documented_window():
-    padded = np.arange(2 * 3 * 22 * 22, dtype=np.float32).reshape(2, 3, 22, 22)
+    padded = np.arange(2 * 3 * 22 * 22, dtype=np.float32).reshape(2, 22, 22, 3)
     v = W.tile_view(padded)
-    assert v[4, 5, 1, 2, 3, 2] == padded[1, 2, 4 * 3 + 4, 4 * 2 + 5]
+    assert v[4, 5, 1, 3, 2, 2] == padded[1, 4 * 3 + 4, 4 * 2 + 5, 2]
+    out = np.zeros((2, 22, 22, 3), np.float32)
+    W.output_view(out)[1, 2, 3, 4, 1, 2] = 7.0
+    assert out[1, 1 + 4 * 2 + 3, 1 + 4 * 4 + 1, 2] == 7.0 and out.sum() == 7.0
 
 
 @pytest.mark.parametrize("batch", [1, 3])
 def test_float32_pipeline_equals_direct(batch):
     rng = np.random.default_rng(3)
     c, k = 16, 12
-    x = rng.normal(size=(c, batch, 19, 19)).astype(np.float32)
+    x = rng.normal(size=(c, 19, 19, batch)).astype(np.float32)
     w = rng.normal(size=(k, c, 3, 3)).astype(np.float32)
-    padded = np.zeros((c, batch, 22, 22), np.float32)
-    padded[:, :, 1:20, 1:20] = x
-    v = W.input_transform(padded)
+    v = W.input_transform(W.pad_board(x))
     m = np.matmul(W.transform_filter(w).transpose(0, 2, 1), v)
     y = W.output_transform(m)
     want = direct(x, w)
@@ -63,5 +64,5 @@ def test_float32_pipeline_equals_direct(batch):
 
 def test_float64_reference_exact():
     rng = np.random.default_rng(4)
-    x, w = rng.normal(size=(4, 2, 19, 19)), rng.normal(size=(6, 4, 3, 3))
+    x, w = rng.normal(size=(4, 19, 19, 2)), rng.normal(size=(6, 4, 3, 3))
     np.testing.assert_allclose(W.convolve_reference(x, w), direct(x, w), atol=1e-11)

@@ -7,7 +7,8 @@ Imports: numpy only.
 Geometry: a 4x4 output tile comes from a 6x6 input tile (ALPHA = 6). A 19x19 board is covered
 by 5x5 = 25 tiles (WTILES = 5, covering 20x20). Activations are kept zero-padded to 22x22 with
 the board at offset (1, 1); tile (ty, tx) reads padded rows 4ty..4ty+5 and columns 4tx..4tx+5,
-tile index ty*5 + tx. Outputs beyond row/column 18 are thrown away.
+tile index ty*5 + tx. Outputs beyond row/column 18 are thrown away. The NumPy helpers here use
+the layout [C, 22, 22, B] (batch innermost) and number the P = 25 B tile columns (ty, tx, b).
 
 With U[xi*6+nu][c][k] = (G g_kc Gt)[xi][nu] and V[xi*6+nu][c][p] = (Bt d_cp B)[xi][nu], the
 convolution is M[xn] = U[xn]^T V[xn] (36 matrix products) and each output tile is At M A.
@@ -74,29 +75,48 @@ def transform_filter(w: np.ndarray) -> np.ndarray:
 
 
 def tile_view(padded: np.ndarray) -> np.ndarray:
-    """Strided view [6, 6, C, B, 5, 5] of padded activations [C, B, 22, 22] (no copy).
+    """Strided view [6, 6, C, 5, 5, B] of padded activations [C, 22, 22, B] (no copy).
 
-    view[xi, nu, c, b, ty, tx] = padded[c, b, 4ty + xi, 4tx + nu].
+    view[xi, nu, c, ty, tx, b] = padded[c, 4ty + xi, 4tx + nu, b]. The batch is the innermost
+    axis so that gathers and scatters move runs of B contiguous floats.
     """
-    c, b, h, w = padded.shape
+    c, h, w, b = padded.shape
     assert h == PADDED and w == PADDED, padded.shape
     s = padded.strides
     return np.lib.stride_tricks.as_strided(
-        padded, shape=(ALPHA, ALPHA, c, b, WTILES, WTILES),
-        strides=(s[2], s[3], s[0], s[1], TILE * s[2], TILE * s[3]), writeable=False)
+        padded, shape=(ALPHA, ALPHA, c, WTILES, WTILES, b),
+        strides=(s[1], s[2], s[0], TILE * s[1], TILE * s[2], s[3]), writeable=False)
+
+
+def output_view(dst: np.ndarray) -> np.ndarray:
+    """Writable view [K, 5, 4, 5, 4, B] of dst[K, 1 + 4ty + a, 1 + 4tx + c, B] (20x20 cells).
+
+    Cells of row or column 20 lie outside the board: whoever writes through this view must
+    zero them again, since they are padding for the next layer.
+    """
+    k, h, w, b = dst.shape
+    s = dst.strides
+    return np.lib.stride_tricks.as_strided(
+        dst[:, 1:, 1:, :], shape=(k, WTILES, TILE, WTILES, TILE, b),
+        strides=(s[0], TILE * s[1], s[1], TILE * s[2], s[2], s[3]))
+
+
+def output_tiles(y: np.ndarray, k: int, b: int) -> np.ndarray:
+    """[16, K*P] output transform result -> view [K, ty, a, tx, c, B] matching output_view."""
+    return y.reshape(TILE, TILE, k, WTILES, WTILES, b).transpose(2, 3, 0, 4, 1, 5)
 
 
 def input_transform(padded: np.ndarray, tiles: np.ndarray | None = None,
                     out: np.ndarray | None = None) -> np.ndarray:
-    """V float32 [36, C, B*25] from padded activations [C, B, 22, 22].
+    """V float32 [36, C, P] (P = 25 B, ordered ty, tx, b) from padded [C, 22, 22, B].
 
-    `tiles` ([36, C*B*25] scratch) and `out` ([36, C*B*25]) may be passed to reuse buffers.
+    `tiles` and `out` ([36, C*P] float32) may be passed to reuse buffers.
     """
-    c, b = padded.shape[:2]
+    c, b = padded.shape[0], padded.shape[3]
     p = b * TILES
     if tiles is None:
         tiles = np.empty((ALPHA * ALPHA, c * p), dtype=np.float32)
-    np.copyto(tiles.reshape(ALPHA, ALPHA, c, b, WTILES, WTILES), tile_view(padded))
+    np.copyto(tiles.reshape(ALPHA, ALPHA, c, WTILES, WTILES, b), tile_view(padded))
     if out is None:
         out = np.empty((ALPHA * ALPHA, c * p), dtype=np.float32)
     np.matmul(BB, tiles, out=out)
@@ -104,34 +124,35 @@ def input_transform(padded: np.ndarray, tiles: np.ndarray | None = None,
 
 
 def output_transform(m: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Board outputs [K, B, 19, 19] from M [36, K, B*25].
+    """Board outputs [K, 19, 19, B] (a copy) from M [36, K, P].
 
-    `out` ([16, K*B*25] scratch) may be passed to reuse a buffer.
+    `out` ([16, K*P] scratch) may be passed to reuse a buffer.
     """
     k, p = m.shape[1], m.shape[2]
     b = p // TILES
     if out is None:
         out = np.empty((TILE * TILE, k * p), dtype=np.float32)
     np.matmul(AA, m.reshape(ALPHA * ALPHA, k * p), out=out)
-    y = out.reshape(TILE, TILE, k, b, WTILES, WTILES)  # [a, c, k, b, ty, tx]
-    return untile(y)
+    board = np.zeros((k, PADDED, PADDED, b), dtype=np.float32)
+    output_view(board)[...] = output_tiles(out, k, b)
+    return board[:, 1:1 + BOARD, 1:1 + BOARD, :]
 
 
-def untile(y: np.ndarray) -> np.ndarray:
-    """[4, 4, K, B, 5, 5] output tiles -> [K, B, 19, 19] (row 4ty+a, column 4tx+c); copies."""
-    k, b = y.shape[2:4]
-    z = y.transpose(2, 3, 4, 0, 5, 1)  # [K, B, ty, a, tx, c]
-    return z.reshape(k, b, WTILES * TILE, WTILES * TILE)[:, :, :BOARD, :BOARD]
+def pad_board(x: np.ndarray) -> np.ndarray:
+    """[C, 19, 19, B] -> zero-padded [C, 22, 22, B] with the board at offset (1, 1)."""
+    padded = np.zeros((x.shape[0], PADDED, PADDED, x.shape[3]), dtype=x.dtype)
+    padded[:, 1:1 + BOARD, 1:1 + BOARD, :] = x
+    return padded
 
 
 def convolve_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """3x3 'same' cross-correlation via Winograd, float64, for tests: x [C, B, 19, 19] -> [K, ...]."""
-    c, b = x.shape[:2]
-    padded = np.zeros((c, b, PADDED, PADDED))
-    padded[:, :, 1:1 + BOARD, 1:1 + BOARD] = x
-    tiles = np.ascontiguousarray(tile_view(padded)).reshape(36, c, b * TILES)
-    v = np.einsum("ij,jcp->icp", np.kron(BT, BT), tiles)
+    """3x3 'same' cross-correlation via Winograd in float64, for tests: [C, 19, 19, B] -> [K, ...]."""
+    c, b = x.shape[0], x.shape[3]
+    tiles = np.ascontiguousarray(tile_view(pad_board(np.asarray(x, np.float64))))
+    v = np.einsum("ij,jcp->icp", np.kron(BT, BT), tiles.reshape(36, c, b * TILES))
     u = np.einsum("xi,kcij,yj->xyck", G, np.asarray(w, np.float64), G).reshape(36, c, -1)
     m = np.einsum("ick,icp->ikp", u, v)
-    y = np.einsum("ij,jkp->ikp", np.kron(AT, AT), m).reshape(4, 4, -1, b, 5, 5)
-    return np.ascontiguousarray(untile(y))
+    y = np.einsum("ij,jkp->ikp", np.kron(AT, AT), m).reshape(16, -1)
+    board = np.zeros((m.shape[1], PADDED, PADDED, b))
+    output_view(board)[...] = output_tiles(y, m.shape[1], b)
+    return board[:, 1:1 + BOARD, 1:1 + BOARD, :]

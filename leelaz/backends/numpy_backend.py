@@ -1,0 +1,212 @@
+"""The NumPy backend: Leela Zero's forward pass (reference doc 4.2) on the CPU, batched.
+
+Owns: `NumpyBackend`. Imports: numpy, backends.base, backends.winograd.
+
+Hot path. Every 3x3 convolution is Winograd F(4x4, 3x3) done as four BLAS calls on the whole
+batch, with no Python loop over tiles, channels or positions:
+
+    tiles [36, C*P]  <- strided gather of 6x6 windows from padded activations [C, 22, 22, B]
+    V     [36, C*P]  =  kron(Bt, Bt) @ tiles                       (input transform)
+    M     [36, K, P] =  U'[36, K, C] @ V[36, C, P]                  (36 batched GEMMs)
+    Y     [16, K*P]  =  kron(At, At) @ M                            (output transform)
+    out   [K, 22, 22, B] interior <- Y rearranged, + shift (+ residual), ReLU
+
+with P = 25 B tiles. The batch-norm scale is folded into U' (scale_k * U[:, :, k]) when the
+backend is built, and the batch-norm shift (-scale * mean) is added with the residual, so each
+layer makes one pass over its output. Activations live in three zero-bordered buffers
+[C, 22, 22, B] (batch innermost, so gathers move runs of B floats) that rotate through the tower; all work buffers are allocated once per batch size
+and reused. float32 throughout.
+
+The two 1x1 head convolutions run as one [3, F] product over the padded buffer (the border is
+cropped after), then the policy FC (input channel-major, c*361 + idx) and the value FCs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from leelaz.backends.base import BOARD_SQUARES, INPUT_CHANNELS, ConvBN, NetWeights
+from leelaz.backends.winograd import (AA, BB, PADDED, TILES, output_tiles, output_view, tile_view,
+                                      transform_filter)
+
+_B = 19  # board side
+
+
+class _ConvPlan:
+    """One 3x3 conv+BN layer in the form the hot loop uses."""
+
+    def __init__(self, conv: ConvBN):
+        u = transform_filter(conv.weights)  # [36, C, K]
+        scale = conv.scale.astype(np.float64)
+        # U' [36, K, C], the BN scale folded in per output channel.
+        self.u = np.ascontiguousarray((u.transpose(0, 2, 1) * scale[None, :, None])
+                                      .astype(np.float32))
+        shift = -scale * conv.mean.astype(np.float64)
+        self.shift = shift.astype(np.float32).reshape(-1, 1, 1, 1, 1, 1)  # [K, 1, 1, 1, 1, 1]
+        self.inputs = conv.weights.shape[1]
+        self.outputs = conv.weights.shape[0]
+
+
+class _Buffers:
+    """Work arrays for one batch size; allocated once, reused on every forward call."""
+
+    def __init__(self, batch: int, filters: int):
+        p = batch * TILES
+        width = max(filters, INPUT_CHANNELS)
+        self.act = [np.zeros((filters, PADDED, PADDED, batch), np.float32) for _ in range(3)]
+        self.inp = np.zeros((INPUT_CHANNELS, PADDED, PADDED, batch), np.float32)
+        self.tiles = np.empty(36 * width * p, np.float32)
+        self.v = np.empty(36 * width * p, np.float32)
+        self.m = np.empty(36 * filters * p, np.float32)
+        self.y = np.empty(16 * filters * p, np.float32)
+
+
+class NumpyBackend:
+    """Batched forward pass in NumPy; see the module docstring for the layout."""
+
+    name = "numpy"
+
+    def __init__(self, weights: NetWeights, threads: int | None = None, **_options):
+        """`threads`: workers that each run part of a batch (default: min(2, CPUs)).
+
+        BLAS itself is set to one thread: OpenBLAS's own threads spin-wait for each other and
+        collapse when the CPU is shared (measured here: 0.4 GFLOP/s instead of 33 with another
+        busy process), whereas splitting the batch over Python threads (NumPy releases the GIL
+        in matmul, copies and ufuncs) degrades gracefully.
+        """
+        self.weights = weights
+        self.filters = weights.filters
+        self.input_plan = _ConvPlan(weights.input_conv)
+        self.tower = [(_ConvPlan(a), _ConvPlan(b)) for a, b in weights.tower]
+        self._heads(weights)
+        self._buffers: dict[tuple[int, int], _Buffers] = {}
+        self.threads = max(1, threads if threads else min(2, os.cpu_count() or 1))
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        set_blas_threads(1)
+
+    def _heads(self, w: NetWeights) -> None:
+        """Both 1x1 head convs as one [3, F] matrix with BN folded: ReLU(H @ x + h)."""
+        convs = [w.policy_conv, w.value_conv]
+        mat = np.concatenate([c.weights.reshape(c.outputs, -1) for c in convs]).astype(np.float64)
+        scale = np.concatenate([c.scale for c in convs]).astype(np.float64)
+        mean = np.concatenate([c.mean for c in convs]).astype(np.float64)
+        self.head_w = (mat * scale[:, None]).astype(np.float32)  # [3, F]
+        self.head_b = (-scale * mean).astype(np.float32).reshape(3, 1, 1, 1)
+        self.pol_w_t = np.ascontiguousarray(w.policy_fc_w.T)  # [722, 362]
+        self.pol_b = w.policy_fc_b
+        self.fc1_w_t = np.ascontiguousarray(w.value_fc1_w.T)  # [361, 256]
+        self.fc1_b = w.value_fc1_b
+        self.fc2_w = w.value_fc2_w[0]  # [256]
+        self.fc2_b = float(w.value_fc2_b[0])
+
+    def _get_buffers(self, batch: int, worker: int = 0) -> _Buffers:
+        buf = self._buffers.get((worker, batch))
+        if buf is None:
+            if len(self._buffers) >= 4 * self.threads:  # bounded when batch sizes vary a lot
+                self._buffers.pop(next(iter(self._buffers)))
+            buf = self._buffers[(worker, batch)] = _Buffers(batch, self.filters)
+        return buf
+
+    def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """planes [B, 18, 19, 19] -> (policy logits float32 [B, 362], value float32 [B])."""
+        planes = np.asarray(planes, dtype=np.float32)
+        if planes.ndim != 4 or planes.shape[1:] != (INPUT_CHANNELS, _B, _B):
+            raise ValueError(f"expected planes [B, 18, 19, 19], got {planes.shape}")
+        batch = planes.shape[0]
+        if self._pool is None or batch < 2:
+            return self._forward_part(planes, 0)
+        cuts = np.linspace(0, batch, min(self.threads, batch) + 1).astype(int)
+        parts = [(planes[a:b], i) for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+        results = list(self._pool.map(lambda job: self._forward_part(*job), parts))
+        return (np.concatenate([r[0] for r in results]),
+                np.concatenate([r[1] for r in results]))
+
+    def _forward_part(self, planes: np.ndarray, worker: int) -> tuple[np.ndarray, np.ndarray]:
+        """Forward pass of one slice of the batch with worker `worker`'s buffers."""
+        batch = planes.shape[0]
+        buf = self._get_buffers(batch, worker)
+        buf.inp[:, 1:1 + _B, 1:1 + _B, :] = planes.transpose(1, 2, 3, 0)
+        x = self._conv(buf, self.input_plan, buf.inp, buf.act[0], residual=None)
+        spare = [buf.act[1], buf.act[2]]
+        for first, second in self.tower:
+            mid, out = spare
+            self._conv(buf, first, x, mid, residual=None)
+            self._conv(buf, second, mid, out, residual=x)
+            spare = [mid, x]
+            x = out
+        return self._forward_heads(x, batch)
+
+    def _conv(self, buf: _Buffers, plan: _ConvPlan, src: np.ndarray, dst: np.ndarray,
+              residual: np.ndarray | None) -> np.ndarray:
+        """dst interior = ReLU(BN(conv3x3(src)) [+ residual interior]). Hot path."""
+        c, k = plan.inputs, plan.outputs
+        batch = src.shape[3]
+        p = batch * TILES
+        tiles = buf.tiles[:36 * c * p].reshape(36, c * p)
+        np.copyto(tiles.reshape(6, 6, c, 5, 5, batch), tile_view(src))
+        v = buf.v[:36 * c * p].reshape(36, c * p)
+        np.matmul(BB, tiles, out=v)
+        m = buf.m[:36 * k * p].reshape(36, k, p)
+        np.matmul(plan.u, v.reshape(36, c, p), out=m)
+        y = buf.y[:16 * k * p].reshape(16, k * p)
+        np.matmul(AA, m.reshape(36, k * p), out=y)
+        np.add(output_tiles(y, k, batch), plan.shift, out=output_view(dst))
+        inner = dst[:, 1:1 + _B, 1:1 + _B, :]
+        if residual is not None:
+            inner += residual[:, 1:1 + _B, 1:1 + _B, :]
+        np.maximum(inner, 0.0, out=inner)
+        dst[:, 20, :, :] = 0.0  # row and column 20 of the last tiles are padding again
+        dst[:, :, 20, :] = 0.0
+        return dst
+
+    def _forward_heads(self, x: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray]:
+        f = self.filters
+        h = (self.head_w @ x.reshape(f, PADDED * PADDED * batch)).reshape(3, PADDED, PADDED, batch)
+        h += self.head_b
+        np.maximum(h, 0.0, out=h)
+        # [3, 19, 19, B] -> [B, 3, 361]
+        h = h[:, 1:1 + _B, 1:1 + _B, :].transpose(3, 0, 1, 2).reshape(batch, 3, BOARD_SQUARES)
+        pol_in = h[:, :2].reshape(batch, 2 * BOARD_SQUARES)
+        logits = pol_in @ self.pol_w_t + self.pol_b
+        hidden = h[:, 2] @ self.fc1_w_t + self.fc1_b
+        np.maximum(hidden, 0.0, out=hidden)
+        v = hidden @ self.fc2_w + self.fc2_b
+        value = (1.0 + np.tanh(v)) * 0.5
+        return logits.astype(np.float32, copy=False), value.astype(np.float32, copy=False)
+
+
+def set_blas_threads(n: int) -> bool:
+    """Set the number of threads of NumPy's bundled OpenBLAS (process-wide); False if unknown."""
+    global _blas_setter
+    if _blas_setter is None:
+        _blas_setter = _find_blas_setter() or False
+    if not _blas_setter:
+        return False
+    _blas_setter(n)
+    return True
+
+
+_blas_setter = None
+
+
+def _find_blas_setter():
+    """openblas_set_num_threads of the OpenBLAS that NumPy wheels ship in numpy.libs/."""
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in glob.glob(os.path.join(libs, "*openblas*")):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.argtypes = [ctypes.c_int]
+                fn.restype = None
+                return fn
+    return None
