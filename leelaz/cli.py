@@ -97,7 +97,7 @@ def _command() -> click.Command:
                      help="Temperature to use for random move selection."),
     ]
     return click.Command(
-        "leelaz", params=opts + [click.Argument(["stray"], nargs=-1)],
+        "leelaz", params=opts + [click.Argument(["stray"], nargs=-1, metavar="")],
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
         help="Leela Zero 0.17 in Python: a Go engine speaking GTP.",
         callback=lambda **kw: kw)

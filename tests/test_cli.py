@@ -1,0 +1,174 @@
+"""The command line: every flag of Leela Zero 0.17 (read from the binary's own --help), value
+forms, validation, start-up lines and the log file."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+
+import pytest
+
+from leelaz.cli import UsageProblem, parse_args, run
+from leelaz.config import EngineConfig, resolve_threads
+
+# A value for each flag that takes one (Leela Zero's --help says `arg`).
+VALUES = {"threads": "2", "playouts": "10", "visits": "10", "lagbuffer": "50",
+          "resignpct": "5", "weights": "net.txt", "logfile": "log.txt", "timemanage": "off",
+          "gpu": "0", "batchsize": "4", "precision": "single", "seed": "7", "randomcnt": "3",
+          "randomvisits": "2", "randomtemp": "0.5"}
+
+
+def lz_flags(lz_binary) -> list[tuple[str | None, str, bool]]:
+    """(short, long, takes_value) for every option in the binary's --help."""
+    text = subprocess.run([lz_binary, "--help"], capture_output=True, text=True).stdout
+    flags = []
+    for m in re.finditer(r"^  (?:-(\w) \[ )?--([\w-]+)(?: \])?( arg)?", text, re.M):
+        flags.append((m.group(1), m.group(2), m.group(3) is not None))
+    return flags
+
+
+def test_every_lz_flag_is_accepted(lz_binary):
+    flags = lz_flags(lz_binary)
+    assert len(flags) >= 25
+    for short, long, takes_value in flags:
+        if long == "help":
+            continue
+        extra = ["--noponder"] if long == "playouts" else []
+        if long == "full-tuner":
+            extra = ["--precision", "single"]
+        value = [VALUES[long.replace("-", "")]] if takes_value else []
+        assert parse_args([f"--{long}", *value, *extra]) is not None, long
+        if short:
+            assert parse_args([f"-{short}", *value, *extra]) is not None, short
+
+
+def test_value_forms():
+    cfg = parse_args(["-g", "-t4", "-p2500", "--noponder", "--visits=300", "-r", "5",
+                      "--gpu", "1", "--gpu=2", "-s", "18446744073709551615", "-m30",
+                      "--randomtemp=0.8", "-b0", "--timemanage=fast", "-w", "x.txt", "-q",
+                      "-n", "-d", "--cpu-only"])
+    assert cfg == EngineConfig(
+        weights="x.txt", gtp=True, quiet=True, lagbuffer=0, timemanage="fast", ponder=False,
+        resignpct=5, playouts=2500, visits=300, threads=4, seed=2**64 - 1, seed_given=True,
+        noise=True, dumbpass=True, randomcnt=30, randomtemp=0.8, cpu_only=True, gpus=(1, 2),
+        command_line=cfg.command_line)
+    assert cfg.command_line[:2] == ("-g", "-t4")
+
+
+def test_defaults_are_lz_defaults():
+    cfg = parse_args(["-s", "1"])
+    assert (cfg.threads, cfg.playouts, cfg.visits, cfg.lagbuffer, cfg.resignpct) == \
+        (0, 0, 0, 100, -1)
+    assert (cfg.timemanage, cfg.effective_timemanage, cfg.ponder, cfg.randomcnt,
+            cfg.randomvisits, cfg.randomtemp, cfg.batchsize, cfg.precision) == \
+        ("auto", "on", True, 0, 1, 1.0, 0, "auto")
+    assert parse_args(["-n"]).effective_timemanage == "no_pruning"
+
+
+def test_random_seed_goes_into_the_sgf_comment():
+    cfg = parse_args(["-g"])
+    assert not cfg.seed_given and 0 <= cfg.seed < 2**64
+    assert cfg.sgf_options_comment == f"Leela Zero options: -g --seed {cfg.seed}"
+    assert parse_args(["-g", "-s", "3"]).sgf_options_comment == "Leela Zero options: -g -s 3"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--foo"], "--foo"),
+    (["-g", "stray"], "Unrecognized argument: stray"),
+    (["-p", "100"], "--noponder"),
+    (["-t", "x"], "threads"),
+    (["-t", "-1"], "threads"),
+    (["-r", "101"], "resignpct"),
+    (["-r", "-2"], "resignpct"),
+    (["--timemanage", "sometimes"], "timemanage"),
+    (["--precision", "double"], "precision"),
+    (["--full-tuner"], "precision"),
+    (["-s", "-1"], "seed"),
+    (["-s", str(2**64)], "seed"),
+    (["--randomtemp", "0"], "randomtemp"),
+    (["-w"], "-w"),
+    (["--gpu", "a"], "gpu"),
+])
+def test_bad_command_lines(argv, message):
+    with pytest.raises(UsageProblem, match=re.escape(message)):
+        parse_args(argv)
+    err = io.StringIO()
+    assert run(argv, stdin=io.StringIO(""), stdout=io.StringIO(), stderr=err) == 1
+    assert err.getvalue().startswith("ERROR: ")
+
+
+def test_help_lists_every_flag(capsys):
+    assert run(["--help"]) == 0
+    text = capsys.readouterr().out
+    for flag in ("--gtp", "--weights", "--threads", "--playouts", "--visits", "--resignpct",
+                 "--logfile", "--quiet", "--lagbuffer", "--timemanage", "--noponder",
+                 "--benchmark", "--cpu-only", "--gpu", "--full-tuner", "--tune-only",
+                 "--batchsize", "--precision", "--noise", "--seed", "--dumbpass",
+                 "--randomcnt", "--randomvisits", "--randomtemp"):
+        assert flag in text
+
+
+def session(argv, script="name\n", home=None, monkeypatch=None):
+    out, err = io.StringIO(), io.StringIO()
+    code = run(argv, stdin=io.StringIO(script), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def no_default_net(tmp_path, monkeypatch):
+    """No network at Leela Zero's default path, none shipped: start without one."""
+    import leelaz.cli
+    monkeypatch.setattr(leelaz.cli, "DEFAULT_WEIGHTS", str(tmp_path / "none"))
+    monkeypatch.setattr(leelaz.cli, "find_weights", lambda cfg: cfg.weights)
+    return tmp_path
+
+
+def test_startup_lines_like_lz(lz_binary, random_weights, no_default_net):
+    lz = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "-s", "5", "-w",
+                         random_weights(1, 8)], input="quit\n", capture_output=True,
+                        text=True, timeout=30)
+    code, out, err = session(["--cpu-only", "-g", "-t", "1", "-s", "5"])
+    assert code == 0 and out == "= Leela Zero\n\n\n"
+    assert err.splitlines()[:2] == lz.stderr.splitlines()[:2] == \
+        ["Using 1 thread(s).", "RNG seed: 5"]
+    assert "only commands that need no network" in err
+
+
+def test_quiet_prints_nothing_on_stderr(no_default_net):
+    assert session(["-g", "-q"]) == (0, "= Leela Zero\n\n\n", "")
+
+
+def test_without_gtp_the_licence_goes_to_stdout(no_default_net):
+    code, out, _ = session(["-q"])
+    assert out.startswith("leelaz 0.17") and out.endswith("= Leela Zero\n\n\n")
+
+
+def test_missing_weights_file_is_an_error(tmp_path):
+    code, out, err = session(["-g", "-w", str(tmp_path / "missing.txt")])
+    assert code == 1 and f"Could not open weights file: {tmp_path / 'missing.txt'}" in err
+
+
+def test_log_file(tmp_path, no_default_net):
+    log = tmp_path / "session.log"
+    code, out, err = session(["-g", "-t", "1", "--cpu-only", "-s", "9", "-l", str(log)],
+                             "name\n3 bogus\n")
+    assert err.startswith(f"Logging to {log}.\n")
+    text = log.read_text()
+    assert text.startswith("Using 1 thread(s).\nRNG seed: 9\n")
+    assert ">>name\n= Leela Zero\n\n>>3 bogus\n?3 unknown command\n\n" in text
+    # append mode, as in Leela Zero
+    session(["-g", "-q", "-l", str(log)], "version\n")
+    assert log.read_text().startswith(text) and log.read_text().endswith(">>version\n= 0.17\n\n\n")
+
+
+def test_thread_and_batch_resolution():
+    assert resolve_threads(EngineConfig(cpu_only=True), hw=8) == (8, 1)
+    assert resolve_threads(EngineConfig(cpu_only=True, threads=20), hw=8) == (8, 1)
+    assert resolve_threads(EngineConfig(cpu_only=True, threads=3), hw=8) == (3, 1)
+    assert resolve_threads(EngineConfig(), hw=8) == (10, 5)
+    assert resolve_threads(EngineConfig(gpus=(0, 1)), hw=8) == (20, 5)
+    assert resolve_threads(EngineConfig(threads=7), hw=8) == (7, 4)
+    assert resolve_threads(EngineConfig(batchsize=8), hw=8) == (16, 8)
+    with pytest.raises(ValueError):
+        resolve_threads(EngineConfig(threads=2, batchsize=4), hw=8)
