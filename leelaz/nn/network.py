@@ -1,0 +1,169 @@
+"""The network as the search sees it: positions in, (policy, winrate) out (reference doc 4).
+
+Owns: `Network`, `Evaluation`. Imports: numpy, nn.features, nn.symmetry, nn.cache,
+backends (registry, weights), game.coords.
+
+`Network.evaluate(states, symmetry=None)` gathers the input planes of every state, applies a
+symmetry per evaluation (random, a given one, or all 8 averaged), makes **one**
+`backend.forward` call for the whole batch, then softmaxes the policy, maps it back to board
+order, turns a version-2 (Black's) value into the side to move's, and fills the cache.
+Cache look-ups (exact hash, then, early in the game, the 7 symmetric hashes with the policy
+remapped) happen first; states found there never reach the backend. As in Leela Zero the cache
+is written by every evaluation and read unless the caller says not to (heatmap, netbench).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from leelaz.backends import create_backend
+from leelaz.backends.base import Backend, NetWeights
+from leelaz.backends.weights import load_weights
+from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
+from leelaz.nn.cache import MAX_CACHE_COUNT, NNCache
+from leelaz.nn.features import input_planes
+from leelaz.nn.symmetry import (NUM_SYMMETRIES, SYMMETRY_TABLE, remap_cached_policy,
+                                symmetry_hash, untransform_policy)
+
+#: Symmetric cache look-ups only while move_num < this: LZ's opening_moves(19) / 2 = (361/6)/2.
+SYMMETRIC_LOOKUP_MOVES = (NUM_INTERSECTIONS // 6) // 2
+AVERAGE = "average"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The network's verdict on a position."""
+
+    policy: np.ndarray  # float32 [362] probabilities in board index order, 361 = pass
+    winrate: float  # the side to move's winning chance, 0..1
+
+
+class Network:
+    """Weights + a backend + the cache, evaluating GameStates in batches."""
+
+    def __init__(self, weights: NetWeights, backend: Backend, *, cache_size: int = MAX_CACHE_COUNT,
+                 seed: int | None = None, symmetric_lookups: bool = True):
+        self.weights = weights
+        self.backend = backend
+        self.cache = NNCache(cache_size)
+        #: Off with -n (noise) or -m > 0 (random moves), as in LZ.
+        self.symmetric_lookups = symmetric_lookups
+        self._rng = random.Random(seed)
+        self.evaluations = 0  # rows sent to the backend (netbench and statistics)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, backend: str = "numpy",
+                  backend_options: dict | None = None, **options) -> Network:
+        """Load a weights file and build the named backend for it."""
+        weights = load_weights(path)
+        return cls(weights, create_backend(backend, weights, **(backend_options or {})),
+                   **options)
+
+    @property
+    def version(self) -> int:
+        return self.weights.version
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, states, symmetry: int | str | None = None,
+                 read_cache: bool = True) -> list[Evaluation]:
+        """Evaluate a batch of GameStates.
+
+        symmetry: None = a random one per evaluation, 0..7 = that one, "average" = the mean of
+        all 8. read_cache=False skips the look-up (heatmap, netbench); results are cached anyway.
+        """
+        states = list(states)
+        results: list[Evaluation | None] = [None] * len(states)
+        todo = []
+        for i, state in enumerate(states):
+            hit = self._probe(state) if read_cache else None
+            if hit is not None:
+                results[i] = hit
+            else:
+                todo.append(i)
+        if todo:
+            fresh = self._compute([states[i] for i in todo], symmetry)
+            for i, ev in zip(todo, fresh):
+                results[i] = ev
+                self.cache.insert(states[i].board.hash, ev)
+        return results
+
+    def _probe(self, state) -> Evaluation | None:
+        """Exact cache hit, or (early in the game) a hit on a mirrored position (doc 3.9)."""
+        board = state.board
+        hit = self.cache.lookup(board.hash)
+        if hit is not None or not self.symmetric_lookups:
+            return hit
+        if state.move_num >= SYMMETRIC_LOOKUP_MOVES:
+            return None
+        for s in range(1, NUM_SYMMETRIES):
+            hit = self.cache.lookup(symmetry_hash(board, s))
+            if hit is not None:
+                return Evaluation(remap_cached_policy(hit.policy, s), hit.winrate)
+        return None
+
+    def _symmetries(self, count: int, symmetry) -> list[list[int]]:
+        """The symmetries to run for each of `count` positions."""
+        if symmetry is None:
+            return [[self._rng.randrange(NUM_SYMMETRIES)] for _ in range(count)]
+        if symmetry == AVERAGE:
+            return [list(range(NUM_SYMMETRIES)) for _ in range(count)]
+        s = int(symmetry)
+        if not 0 <= s < NUM_SYMMETRIES:
+            raise ValueError(f"symmetry must be 0..7, 'average' or None, not {symmetry!r}")
+        return [[s] for _ in range(count)]
+
+    def _compute(self, states, symmetry) -> list[Evaluation]:
+        """One backend call for every (state, symmetry) row; the rows of a state averaged."""
+        plan = self._symmetries(len(states), symmetry)
+        rows = sum(len(p) for p in plan)
+        planes = np.empty((rows, 18, NUM_INTERSECTIONS), dtype=np.float32)
+        r = 0
+        for state, syms in zip(states, plan):
+            base = input_planes(state)
+            for s in syms:
+                planes[r] = base[:, SYMMETRY_TABLE[s]] if s else base
+                r += 1
+        logits, values = self.backend.forward(planes.reshape(rows, 18, 19, 19))
+        self.evaluations += rows
+        probs = softmax(logits)
+        out = []
+        r = 0
+        for state, syms in zip(states, plan):
+            policy = np.zeros(NUM_INTERSECTIONS + 1)
+            value = 0.0
+            for s in syms:
+                policy += untransform_policy(probs[r], s)
+                value += float(values[r])
+                r += 1
+            policy /= len(syms)
+            value /= len(syms)
+            if self.weights.version == 2 and state.to_move == WHITE:
+                value = 1.0 - value  # version 2 gives Black's chance
+            out.append(Evaluation(policy.astype(np.float32), value))
+        return out
+
+    # ------------------------------------------------------------------ memory figures
+    def estimated_size(self) -> int:
+        """Bytes of the network as LZ 0.17 counts them (Network::get_estimated_size):
+        3x3 filters in Winograd form (36 per 9), the BN vectors, the heads and FCs."""
+        w = self.weights
+        convs3 = [w.input_conv] + [c for block in w.tower for c in block]
+        floats = sum(36 * c.weights.shape[0] * c.weights.shape[1] for c in convs3)
+        floats += sum(3 * c.outputs for c in convs3)  # biases (zeroed), means, stddevs
+        for conv in (w.policy_conv, w.value_conv):
+            floats += conv.weights.size + 3 * conv.outputs
+        floats += w.policy_fc_w.size + w.policy_fc_b.size
+        floats += w.value_fc1_w.size + w.value_fc1_b.size
+        floats += w.value_fc2_w.size + w.value_fc2_b.size
+        return 4 * floats
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax (max subtracted, temperature 1), in float64."""
+    x = np.asarray(logits, dtype=np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
