@@ -33,7 +33,10 @@ def lz_session(lz_binary: str, weights: str, commands: list[str]) -> tuple[list[
                            "-w", weights], input=text, capture_output=True, text=True,
                           timeout=120, check=True)
     replies = [r[2:] for r in proc.stdout.split("\n\n") if r.startswith(("=", "?"))]
-    boards = ["\nPasses: " + b for b in proc.stderr.split("\nPasses: ")[1:]]
+    boards = []
+    for chunk in proc.stderr.split("\nPasses: ")[1:]:
+        end = chunk.index("\n", chunk.index("\nWhite time: ") + 1) + 2  # the line, a blank line
+        boards.append("\nPasses: " + chunk[:end])  # (search output may follow)
     return replies, boards
 
 

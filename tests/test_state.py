@@ -1,0 +1,243 @@
+"""GameState: the history contract, ko and superko, undo, anchoring, handicap, scoring, and
+whole GTP sessions replayed against the C++ Leela Zero binary (showboard byte for byte)."""
+
+from __future__ import annotations
+
+import pytest
+
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE,
+                                gtp_vertex, parse_gtp_vertex)
+from leelaz.game.display import showboard_text
+from leelaz.game.handicap import (fixed_pattern, grid_points, place_fixed_handicap,
+                                  place_free_handicap, stone_list_text)
+from leelaz.game.state import GameState
+from leelaz.game.timecontrol import TimeControl
+from test_zobrist import GOLDEN, lz_session, random_commands, replay
+
+V = parse_gtp_vertex
+KO_GAME = GOLDEN[3][0]  # ... B E10 takes D10, ko at D10, White to move
+
+
+def play_all(state: GameState, moves: list[str]) -> GameState:
+    for m in moves:
+        replay(state, "play " + m)
+    return state
+
+
+# ----------------------------------------------------------------------------- contract
+def test_new_state_fields():
+    s = GameState()
+    assert (s.komi, s.handicap, s.move_num, s.to_move, s.passes) == (7.5, 0, 0, BLACK, 0)
+    assert (s.ko_move, s.last_move, s.resigned) == (NO_VERTEX, NO_VERTEX, None)
+    assert s.history == [s.board] and isinstance(s.time_control, TimeControl)
+    assert GameState(komi=0.5).komi == 0.5
+
+
+def test_history_contract_and_frozen_positions():
+    s = GameState()
+    snapshots = []
+    for i, cmd in enumerate(random_commands(5, 200, any_empty=True)):
+        snapshots.append((s.board, bytes(s.board.square), s.board.hash))
+        replay(s, cmd)
+        assert len(s.history) == s.move_num + 1 == i + 2
+        assert s.history[-1] is s.board
+    for (board, square, h), kept in zip(snapshots, s.history):
+        assert board is kept and bytes(board.square) == square and board.hash == h
+
+
+def test_copy_is_independent():
+    s = play_all(GameState(), ["b d4", "w q16"])
+    c = s.copy()
+    c.play(BLACK, V("c3"))
+    c.komi = 0.5
+    assert s.move_num == 2 and c.move_num == 3 and s.board.square[V("c3")] == EMPTY
+    assert s.komi == 7.5 and c.history[:3] == s.history
+    assert c.undo() and c.board is s.board
+
+
+def test_play_any_colour_pass_and_resign():
+    s = GameState()
+    s.play(WHITE, V("d4"))
+    s.play(WHITE, V("e4"))
+    assert s.to_move == BLACK and s.moves() == [(WHITE, V("d4")), (WHITE, V("e4"))]
+    s.play(BLACK, PASS)
+    s.play(WHITE, PASS)
+    assert s.passes == 2 and s.last_move == PASS
+    for _ in range(4):
+        s.play(BLACK, PASS)
+    assert s.passes == 4  # capped
+    n = s.move_num
+    s.play(WHITE, RESIGN)
+    assert s.resigned == WHITE and s.move_num == n
+    s.play(BLACK, V("a1"))
+    assert s.passes == 0
+
+
+@pytest.mark.parametrize("vertex", [V("d4"), 0, 20, 441, -3, 10_000])
+def test_play_rejects_occupied_and_off_board(vertex):
+    s = play_all(GameState(), ["b d4"])
+    with pytest.raises((ValueError, IndexError)):
+        s.play(WHITE, vertex)
+    assert s.move_num == 1
+
+
+def test_is_legal_and_legal_moves():
+    s = play_all(GameState(), KO_GAME)
+    ko = V("d10")
+    assert s.ko_move == ko and s.to_move == WHITE
+    assert not s.is_legal(WHITE, ko) and s.is_legal(BLACK, ko) is False  # black: suicide
+    assert s.is_legal(WHITE, PASS) and s.is_legal(WHITE, RESIGN)
+    assert not s.is_legal(WHITE, V("e10"))  # occupied
+    brute = [v for v in ALL_VERTICES
+             if s.board.square[v] == EMPTY and v != ko and not s.board.is_suicide(WHITE, v)]
+    assert s.legal_moves(WHITE) == brute and ko not in brute
+    s.play(WHITE, ko)  # GTP play ignores the ko rule, as LZ's does
+    assert s.board.square[V("e10")] == EMPTY and s.board.prisoners == [1, 1]
+
+
+# ----------------------------------------------------------------------------- superko
+def test_superko_after_ko_cycle_with_passes():
+    s = play_all(GameState(), KO_GAME + ["w pass", "b pass"])
+    assert s.superko()  # a pass repeats the position: the search only asks after stones
+    probe = s.copy()
+    probe.play(WHITE, V("d10"))
+    assert probe.superko()
+    assert not play_all(s.copy(), ["w a19"]).superko()
+    assert not play_all(GameState(), KO_GAME).superko()
+
+
+def test_superko_history_survives_anchoring():
+    s = play_all(GameState(), KO_GAME)
+    s.anchor()
+    assert s.move_num == 0 and not s.undo()
+    play_all(s, ["w pass", "b pass", "w d10"])
+    assert s.superko()
+
+
+def test_superko_history_follows_undo():
+    s = play_all(GameState(), KO_GAME + ["w pass", "b pass", "w d10"])
+    assert s.superko()
+    s.undo()
+    s.play(WHITE, V("a19"))
+    assert not s.superko()
+
+
+# ----------------------------------------------------------------------------- undo etc.
+def test_undo_restores_previous_positions():
+    s = GameState()
+    boards = [s.board]
+    for cmd in random_commands(8, 60, any_empty=True):
+        replay(s, cmd)
+        boards.append(s.board)
+    s.play(BLACK, RESIGN)
+    while s.undo():
+        assert s.board is boards[s.move_num]
+    assert s.move_num == 0 and s.board is boards[0] and s.resigned == BLACK
+
+
+def test_set_to_move_changes_live_position_only():
+    s = play_all(GameState(), ["b d4"])
+    pushed = s.board
+    s.set_to_move(BLACK)
+    assert s.board is not pushed and s.history[-1] is s.board and pushed.to_move == WHITE
+    s.play(BLACK, V("q16"))
+    assert s.history[-2] is pushed
+    assert s.moves() == [(BLACK, V("d4")), (BLACK, V("q16"))]
+    s.undo()
+    assert s.board is pushed and s.to_move == WHITE
+
+
+def test_reset_keeps_komi_clock_settings():
+    s = play_all(GameState(komi=6.5), ["b d4", "w resign"])
+    s.handicap = 3
+    s.reset()
+    assert (s.komi, s.handicap, s.move_num, s.resigned) == (6.5, 0, 0, None)
+    assert s.board.hash == GameState().board.hash
+    s.reset(0.5)
+    assert s.komi == 0.5
+
+
+# ----------------------------------------------------------------------------- scoring
+def test_final_score_adds_handicap_to_komi():
+    s = GameState(komi=7.5)
+    place_fixed_handicap(s, 2)
+    assert s.final_score() == 361 - 7.5 - 2  # reference §6.3: B+351.5
+    s = play_all(GameState(komi=0.5), ["b d4", "w q16"])
+    assert s.final_score() == -0.5
+
+
+# ----------------------------------------------------------------------------- handicap
+def test_fixed_patterns():
+    text = {n: " ".join(gtp_vertex(v) for v in sorted(fixed_pattern(n), key=lambda v: (v % 21, v // 21)))
+            for n in range(2, 10)}
+    assert text[2] == "D4 Q16"
+    assert text[3] == "D4 D16 Q16"
+    assert text[4] == "D4 D16 Q4 Q16"
+    assert text[5] == "D4 D16 K10 Q4 Q16"
+    assert text[6] == "D4 D10 D16 Q4 Q10 Q16"
+    assert text[9] == "D4 D10 D16 K4 K10 K16 Q4 Q10 Q16"
+    assert fixed_pattern(1) == [] and fixed_pattern(10) == []
+
+
+def test_fixed_handicap_anchors_with_white_to_move():
+    s = GameState()
+    place_fixed_handicap(s, 5)
+    assert (s.move_num, s.handicap, s.to_move, s.last_move) == (0, 5, WHITE, V("k10"))
+    assert stone_list_text(s) == "D4 D16 K10 Q4 Q16" and s.moves() == []
+    with pytest.raises(ValueError):
+        place_fixed_handicap(GameState(), 1)
+    occupied = play_all(GameState(), ["w q16"])
+    with pytest.raises(ValueError):
+        place_fixed_handicap(occupied, 2)
+    assert occupied.move_num == 1
+
+
+def test_free_handicap_grid():
+    s = GameState()
+    assert place_free_handicap(s, 12) == 12
+    assert stone_list_text(s) == "D4 D7 D10 D13 D16 G4 K4 K10 K16 Q4 Q10 Q16"  # reference §6.4
+    assert (s.handicap, s.move_num, s.to_move) == (12, 0, WHITE)
+    t = GameState()
+    place_free_handicap(t, 30, choose_move=lambda st: next(
+        v for v in st.legal_moves(BLACK) if st.to_move == BLACK))
+    assert len(stone_list_text(t).split()) == 30 and t.handicap == 30
+    assert len(grid_points(GameState(), 100)) == 25
+
+
+# ----------------------------------------------------------------------------- live oracle
+SESSION = [
+    "play b d4", "genmove b", "showboard", "undo", "showboard", "undo", "undo", "showboard",
+    "play w q16", "play b pass", "showboard", "kgs-genmove_cleanup w", "showboard", "undo",
+    "showboard",
+    "clear_board", "fixed_handicap 3", "showboard", "final_score", "undo", "genmove w",
+    "showboard", "genmove w", "showboard", "undo", "undo", "showboard",
+    "clear_board", "komi 0.5", "place_free_handicap 14", "showboard", "final_score",
+    "clear_board", "place_free_handicap 1", "showboard", "play b k10", "showboard",
+    "clear_board", "place_free_handicap 0", "showboard",
+    "clear_board", "place_free_handicap 25", "showboard",
+]
+
+
+def test_session_equals_reference(lz_binary, random_weights):
+    """Undo after genmove for the other side, kgs-genmove_cleanup's pass reset, handicaps,
+    final_score: every showboard byte for byte, every undo's success, the handicap replies."""
+    replies, boards = lz_session(lz_binary, random_weights(1, 8), SESSION)
+    assert len(replies) == len(SESSION) and len(boards) == SESSION.count("showboard")
+    state = GameState()
+    shown = iter(boards)
+    for command, reply in zip(SESSION, replies):
+        name = command.split()[0]
+        if name == "undo":
+            assert state.undo() == (reply == "")
+        elif name == "kgs-genmove_cleanup":
+            state.set_passes(0)
+            replay(state, "genmove w", reply)
+        elif name == "showboard":
+            assert showboard_text(state) == next(shown), SESSION.index(command)
+        elif name == "final_score":
+            score = state.final_score()
+            assert reply == (f"B+{score:.1f}" if score > 0.1 else f"W+{-score:.1f}")
+        else:
+            replay(state, command, reply)
+            if "handicap" in name:
+                assert reply == stone_list_text(state)
