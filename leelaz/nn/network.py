@@ -147,6 +147,14 @@ class Network:
         return out
 
     # ------------------------------------------------------------------ memory figures
+    def set_cache_size(self, entries: int) -> None:
+        """Bound the cache (lz-setoption memory, --cache size); the oldest entries go."""
+        self.cache.resize(entries)
+
+    def weights_bytes(self) -> int:
+        """The network's bytes in LZ's accounting (what lz-memory_report calls base, less 85 MiB)."""
+        return self.estimated_size()
+
     def estimated_size(self) -> int:
         """Bytes of the network as LZ 0.17 counts them (Network::get_estimated_size):
         3x3 filters in Winograd form (36 per 9), the BN vectors, the heads and FCs."""

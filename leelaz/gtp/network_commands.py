@@ -1,0 +1,149 @@
+"""GTP commands that look at the network itself: heatmap, lz-memory_report, netbench.
+
+Owns: `register(engine)` and the three handlers. Imports: gtp.protocol, nn.network (names only),
+stdlib, numpy. Reads `engine.network` (a Network, set by the composition root), `engine.state`
+and, for the memory report, `engine.search` when there is one.
+
+Output follows Leela Zero 0.17 (reference doc 1.3, 1.5): heatmaps go to stderr as 19 rows of
+`%3d ` (row 19 first; int(policy * 1000) on empty points, 0 on stones), `pass: %d`,
+`winrate: %f`, and the GTP reply is empty. Where Leela Zero aborts (`heatmap x`) or has
+undefined behaviour (`heatmap 9`), we reply `? ...` and keep serving.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from leelaz.game.coords import BOARD_SIZE, EMPTY, NUM_INTERSECTIONS, vertex
+from leelaz.gtp.protocol import GtpError
+from leelaz.nn.network import AVERAGE
+
+MIB = 1024 * 1024
+#: LZ 0.17 OpenCL-capable builds add this per GPU, even with --cpu-only.
+GPU_OVERHEAD_BYTES = 85 * MIB
+NETBENCH_DEFAULT = 1600
+
+
+def _network(engine):
+    network = getattr(engine, "network", None)
+    if network is None:
+        raise GtpError("no network loaded")
+    return network
+
+
+def parse_symmetry(args) -> list:
+    """heatmap's argument -> the list of symmetries to show (each an int or "average").
+
+    No argument: [0]. `all`: 0..7. `average`/`avg`: the mean of all 8. Otherwise like C++ stoi:
+    leading digits count (`3x` is 3); anything else, or a number above 7, is an error.
+    """
+    if not args:
+        return [0]
+    arg = args[0]
+    if arg == "all":
+        return list(range(8))
+    if arg in ("average", "avg"):
+        return [AVERAGE]
+    digits = ""
+    for ch in arg.lstrip("+"):
+        if not ch.isdigit():
+            break
+        digits += ch
+    if not digits:
+        raise GtpError("symmetry must be a number 0..7, all, average or avg")
+    symmetry = int(digits)
+    if symmetry > 7:
+        raise GtpError("symmetry must be a number 0..7, all, average or avg")
+    return [symmetry]
+
+
+def heatmap_text(state, policy: np.ndarray, winrate: float) -> str:
+    """LZ's show_heatmap layout for one evaluation (policy float32 [362] in board order)."""
+    per_mille = (np.asarray(policy, np.float32) * np.float32(1000)).astype(np.int64)
+    square = state.board.square
+    lines = []
+    for y in range(BOARD_SIZE - 1, -1, -1):
+        row = []
+        for x in range(BOARD_SIZE):
+            value = per_mille[y * BOARD_SIZE + x] if square[vertex(x, y)] == EMPTY else 0
+            row.append("%3d " % value)
+        lines.append("".join(row))
+    lines.append("pass: %d" % per_mille[NUM_INTERSECTIONS])
+    lines.append("winrate: %f" % winrate)
+    return "\n".join(lines) + "\n"
+
+
+def heatmap(engine, cmd) -> str:
+    network = _network(engine)
+    symmetries = parse_symmetry(cmd.args)
+    state = engine.state
+    for symmetry in symmetries:
+        ev = network.evaluate([state], symmetry=symmetry, read_cache=False)[0]
+        engine.diag(heatmap_text(state, ev.policy, ev.winrate))
+    return ""
+
+
+def _tree_bytes(engine) -> int:
+    """The search tree's size in LZ's accounting, from engine.search when it says."""
+    search = getattr(engine, "search", None)
+    if search is None:
+        return 0
+    for name in ("tree_bytes", "tree_size"):
+        value = getattr(search, name, None)
+        if value is not None:
+            return int(value() if callable(value) else value)
+    from leelaz.search.search import CHILD_BYTES, NODE_BYTES
+    root = getattr(search, "root", None)
+    visits = getattr(root, "visits", 0) if root is not None else 0
+    return CHILD_BYTES * int(getattr(search, "nodes", 0)) + NODE_BYTES * int(visits)
+
+
+def memory_report_text(network_bytes: int, tree_bytes: int, cache_bytes: int) -> str:
+    """LZ's lz-memory_report text: tree and cache get 10% overhead; integer MiB."""
+    base = network_bytes + GPU_OVERHEAD_BYTES
+    tree = tree_bytes * 11 // 10
+    cache = cache_bytes * 11 // 10
+    total = base + tree + cache
+    return (f"Estimated total memory consumption: {total // MIB} MiB.\n"
+            f"Network with overhead: {base // MIB} MiB / Search tree: {tree // MIB} MiB / "
+            f"Network cache: {cache // MIB}\n")
+
+
+def memory_report(engine, cmd) -> str:
+    network = _network(engine)
+    return memory_report_text(network.estimated_size(), _tree_bytes(engine),
+                              network.cache.estimated_bytes())
+
+
+def netbench(engine, cmd) -> str:
+    """`netbench [N] [B]`: N uncached evaluations of the current position, random symmetries,
+    in batches of B (default: the engine's batch size, at least 1; LZ has no B)."""
+    network = _network(engine)
+    try:
+        count = int(cmd.args[0]) if cmd.args else NETBENCH_DEFAULT
+        batch = int(cmd.args[1]) if len(cmd.args) > 1 else \
+            max(1, int(getattr(engine.config, "batchsize", 0) or 1))
+    except ValueError:
+        raise GtpError("syntax error") from None
+    if count < 0 or batch < 1:
+        raise GtpError("syntax error")
+    state = engine.state
+    start = time.perf_counter()
+    done = 0
+    while done < count:
+        n = min(batch, count - done)
+        network.evaluate([state] * n, symmetry=None, read_cache=False)
+        done += n
+    elapsed = time.perf_counter() - start
+    rate = int(count / elapsed) if elapsed > 0 else 0
+    engine.diag("%5d evaluations in %5.2f seconds -> %d n/s\n" % (count, elapsed, rate))
+    return ""
+
+
+def register(engine) -> None:
+    """Add heatmap, lz-memory_report and the hidden netbench to the engine."""
+    engine.add_command("heatmap", lambda cmd: heatmap(engine, cmd))
+    engine.add_command("lz-memory_report", lambda cmd: memory_report(engine, cmd))
+    engine.add_command("netbench", lambda cmd: netbench(engine, cmd), hidden=True)
