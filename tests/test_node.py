@@ -1,0 +1,198 @@
+"""UCTNode arithmetic against hand-computed numbers (PUCT, FPU, virtual loss, Welford, LCB),
+expansion order and the Student-t table against published quantiles."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from leelaz.game.coords import BLACK, PASS, WHITE, vertex
+from leelaz.search.lcb import t_quantile
+from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode, node_less
+
+C_PUCT, LOG_PUCT, LOG_CONST = 0.5, 0.015, 1.7
+
+A, B, C, D = vertex(0, 0), vertex(1, 0), vertex(2, 0), vertex(3, 0)
+
+
+def policy_with(entries: dict[int, float], pass_prior: float = 0.0) -> np.ndarray:
+    """A 362-slot policy with the given priors (by vertex) and zero elsewhere."""
+    p = np.zeros(362, dtype=np.float32)
+    for v, prior in entries.items():
+        x, y = v % 21 - 1, v // 21 - 1
+        p[y * 19 + x] = prior
+    p[361] = pass_prior
+    return p
+
+
+def make_node(priors: dict[int, float], net_eval_black: float) -> UCTNode:
+    node = UCTNode()
+    node.create_children(list(priors), policy_with(priors), False, net_eval_black)
+    node.inflate_all()
+    return node
+
+
+def child(node: UCTNode, move: int) -> UCTNode:
+    return next(c for c in node.children if c.move == move)
+
+
+def set_stats(node: UCTNode, visits: int, black_wins: float) -> None:
+    node.visits = visits
+    node.black_wins = black_wins
+
+
+# ----------------------------------------------------------------------------- t table
+@pytest.mark.parametrize("df,expected,tol", [
+    (1, 31830.99, 0.05), (2, 223.60, 0.01), (3, 47.93, 0.01), (5, 15.55, 0.01),
+    (10, 7.527, 0.001), (30, 5.054, 0.001), (100, 4.478, 0.001), (1000, 4.285, 0.001)])
+def test_t_quantiles_match_published_values(df, expected, tol):
+    # One-sided alpha = 1e-5; df = 1 has the closed form 1 / tan(pi * alpha) = 31830.988...
+    assert abs(t_quantile(df) - expected) <= tol
+
+
+def test_t_quantile_clamps_to_table():
+    assert t_quantile(5000) == t_quantile(1000)
+    assert t_quantile(0) == t_quantile(1)
+
+
+# ----------------------------------------------------------------------------- statistics
+def test_welford_and_lcb_by_hand():
+    node = UCTNode()
+    for v in (1.0, 0.0, 1.0, 1.0):
+        node.update(v)
+    assert node.visits == 4 and node.black_wins == 3.0
+    # Squared deviations from the mean 0.75: 3 * 0.0625 + 0.5625 = 0.75, plus the 1e-4 start.
+    assert node.m2 == pytest.approx(0.7501)
+    assert node.variance() == pytest.approx(0.7501 / 3)
+    # LCB = 0.75 - t(3) * sqrt(var / 4); t(3) = 47.9277
+    expected = 0.75 - 47.9277 * math.sqrt(0.7501 / 3 / 4)
+    assert node.lcb(BLACK) == pytest.approx(expected, abs=1e-3)
+    # White's mean is 0.25 and the spread is the same.
+    assert node.lcb(WHITE) == pytest.approx(0.25 - 47.9277 * math.sqrt(0.7501 / 12), abs=1e-3)
+
+
+def test_lcb_below_two_visits_is_a_large_negative_plus_visits():
+    node = UCTNode()
+    assert node.lcb(BLACK) == -1e6
+    node.update(0.9)
+    assert node.lcb(BLACK) == -1e6 + 1
+
+
+def test_eval_with_virtual_loss_counts_pending_visits_as_losses():
+    node = UCTNode()
+    set_stats(node, 4, 3.0)  # Black 0.75
+    node.virtual_loss = 3
+    # Black: 3 / (4 + 3); White: 1 - (3 + 3) / 7 = 1/7
+    assert node.eval_with_vl(BLACK) == pytest.approx(3 / 7)
+    assert node.eval_with_vl(WHITE) == pytest.approx(1 / 7)
+
+
+# ----------------------------------------------------------------------------- expansion
+def test_expansion_renormalises_and_orders_by_prior_then_vertex():
+    node = UCTNode()
+    pol = policy_with({A: 0.2, B: 0.1, C: 0.1, D: 0.4}, pass_prior=0.1)
+    count = node.create_children([A, B, C], pol, True, 0.3)  # D is not a candidate
+    assert count == 4
+    node.inflate_all()
+    moves = [c.move for c in node.children]
+    # 0.2 / 0.5 = 0.4 first; then the three 0.2s with the higher vertex first, pass last.
+    assert moves == [A, C, B, PASS]
+    assert [round(c.prior, 6) for c in node.children] == [0.4, 0.2, 0.2, 0.2]
+    assert node.net_eval == pytest.approx(0.3)
+
+
+def test_expansion_with_zero_priors_spreads_evenly():
+    node = UCTNode()
+    node.create_children([A, B], np.zeros(362, dtype=np.float32), True, 0.5)
+    node.inflate_all()
+    assert [round(c.prior, 6) for c in node.children] == [pytest.approx(1 / 3, abs=1e-6)] * 3
+
+
+def test_compact_children_inflate_lazily_in_order():
+    node = UCTNode()
+    node.create_children([A, B, C], policy_with({A: 0.5, B: 0.3, C: 0.2}), False, 0.5)
+    assert node.children == [] and node.child_count() == 3
+    first = node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST)
+    assert first.move == A and len(node.children) == 1
+    assert node.find_child(C).move == C and len(node.children) == 3
+
+
+# ----------------------------------------------------------------------------- selection
+def test_puct_hand_computed_black():
+    # Parent net value 0.6 for Black. A: P .5, N 2, W 1.2; B: P .3, N 1, W .3; C: P .2, N 0.
+    node = make_node({A: 0.5, B: 0.3, C: 0.2}, 0.6)
+    set_stats(child(node, A), 2, 1.2)
+    set_stats(child(node, B), 1, 0.3)
+    # Npar = 3, numerator = sqrt(3 ln(0.045 + 1.7)) = 1.292384
+    # A: 0.6 + 0.5*0.5*1.292384/3 = 0.707699
+    # B: 0.3 + 0.5*0.3*1.292384/2 = 0.396929
+    # C: FPU 0.6 - 0.25*sqrt(0.8) = 0.376393, + 0.5*0.2*1.292384 = 0.505632
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == A
+    # Make A worse: W 0.6 -> Q 0.3, score 0.407699: C (0.505632) wins.
+    set_stats(child(node, A), 2, 0.6)
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == C
+    # Without FPU reduction C scores 0.6 + 0.129238 = 0.729238; with a reduction of 0.5,
+    # 0.6 - 0.447214 + 0.129238 = 0.282024 < B's 0.396929 (and A's 0.407699): A.
+    assert node.select_child(BLACK, 0.0, C_PUCT, LOG_PUCT, LOG_CONST).move == C
+    assert node.select_child(BLACK, 0.5, C_PUCT, LOG_PUCT, LOG_CONST).move == A
+
+
+def test_puct_white_sees_flipped_values():
+    # Same tree, White to move: A's Q = 1 - 0.6 = 0.4 -> 0.507699; B's 0.7 -> 0.796929;
+    # C's FPU = (1 - 0.6) - 0.223607 = 0.176393 + 0.129238 = 0.305632. B wins.
+    node = make_node({A: 0.5, B: 0.3, C: 0.2}, 0.6)
+    set_stats(child(node, A), 2, 1.2)
+    set_stats(child(node, B), 1, 0.3)
+    assert node.select_child(WHITE, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == B
+
+
+def test_virtual_loss_steers_selection_away():
+    node = make_node({A: 0.5, B: 0.3, C: 0.2}, 0.6)
+    set_stats(child(node, A), 2, 1.2)
+    set_stats(child(node, B), 1, 0.3)
+    # Pending visits on A: Q = 1.2 / (2 + 3) = 0.24 -> 0.24 + 0.107699 = 0.347699 < C's 0.505632.
+    child(node, A).virtual_loss = 3
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == C
+
+
+def test_unvisited_child_waiting_for_evaluation_scores_minus_one():
+    node = make_node({A: 0.6, B: 0.4}, 0.5)
+    child(node, A).virtual_loss = 3  # N = 0 and pending: -1 - 0.25 + U
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == B
+
+
+def test_zero_parent_visits_picks_highest_prior_and_ties_go_to_child_order():
+    node = make_node({A: 0.25, B: 0.25, C: 0.5}, 0.5)
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == C
+    child(node, C).status = PRUNED
+    # A and B tie: the higher vertex (B) comes first in the order, so it wins.
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == B
+
+
+def test_invalid_children_are_neither_selected_nor_counted():
+    node = make_node({A: 0.5, B: 0.3, C: 0.2}, 0.6)
+    set_stats(child(node, A), 100, 90.0)
+    child(node, A).status = INVALID
+    set_stats(child(node, B), 1, 0.3)
+    # Npar = 1 (A not counted): numerator = sqrt(ln(1.715)) = 0.734452.
+    # B: 0.3 + 0.5*0.3*0.734452/2 = 0.355084; C: 0.6 - 0.25*sqrt(0.3) + 0.5*0.2*0.734452
+    #    = 0.6 - 0.136931 + 0.073445 = 0.536514 -> C.
+    assert node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST).move == C
+
+
+# ----------------------------------------------------------------------------- ordering
+def test_node_comparator_prefers_lcb_then_visits_then_prior():
+    a, b = UCTNode(A, 0.1), UCTNode(B, 0.2)
+    assert node_less(a, b, BLACK, 2.0)  # both unvisited: lower prior is worse
+    for v in (1.0, 1.0, 1.0, 0.0):  # Q .75
+        a.update(v)
+    for v in (1.0,) * 10:
+        b.update(v)
+    # Both above the threshold: LCB decides (b's many wins have the higher bound).
+    assert node_less(a, b, BLACK, 2.0)
+    assert not node_less(b, a, BLACK, 2.0)
+    # With a threshold above a's visits, visits decide: b still better.
+    assert node_less(a, b, BLACK, 5.0)
+    assert a.status == ACTIVE

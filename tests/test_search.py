@@ -1,0 +1,332 @@
+"""UCTSearch with fake evaluators: batching, virtual loss bookkeeping, limits, superko at the
+root, terminal scoring, pass/resign rules, tree reuse and reproducibility."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fake_evaluator import FakeEvaluator, HashEvaluator
+from leelaz.game.coords import BLACK, PASS, RESIGN, WHITE, vertex
+from leelaz.game.state import GameState
+from leelaz.search.node import ACTIVE
+from leelaz.search.params import SearchParams
+from leelaz.search.search import UCTSearch
+
+
+def make_search(evaluator=None, seed=1, **params) -> tuple[UCTSearch, list[str]]:
+    lines: list[str] = []
+    params.setdefault("timemanage", "off")
+    search = UCTSearch(evaluator or HashEvaluator(), SearchParams(**params), rng=seed,
+                       log=lines.append)
+    return search, lines
+
+
+def walk(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
+def assert_no_pending_virtual_loss(search: UCTSearch) -> None:
+    for n in walk(search.root):
+        assert n.virtual_loss == 0
+
+
+def assert_visits_consistent(search: UCTSearch) -> None:
+    """Every expanded node has one more visit than its children together (its own eval),
+    except that terminal visits and INVALID children do not add up that way."""
+    for n in walk(search.root):
+        if n.expanded and n.children:
+            assert n.visits >= sum(c.visits for c in n.children)
+
+
+def pass_preferring_policy(state):
+    p = np.full(362, 0.1 / 361, dtype=np.float32)
+    p[361] = 0.9
+    return p
+
+
+# ------------------------------------------------------------------ batching & bookkeeping
+@pytest.mark.parametrize("batch", [1, 4, 16])
+def test_no_virtual_loss_left_and_one_call_per_batch(batch):
+    ev = HashEvaluator()
+    search, _ = make_search(ev, batch_size=batch, max_visits=150)
+    result = search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert_no_pending_virtual_loss(search)
+    assert_visits_consistent(search)
+    assert result.root_visits == 150  # the visit cap is met exactly
+    assert max(ev.batches) <= batch
+    # One evaluation for the root, then one per non-terminal playout, all in batches.
+    assert ev.evaluations == result.playouts + 1
+    if batch > 1:
+        assert ev.calls < ev.evaluations  # really batched
+
+
+def test_playout_limit_counts_this_search_only():
+    search, _ = make_search(max_playouts=40, batch_size=8)
+    state = GameState()
+    result = search.think(state, BLACK, time_limit_cs=100000)
+    assert result.playouts == 40
+    assert result.root_visits == 41  # + the root's own evaluation
+
+
+def test_reproducible_with_seed_and_noise():
+    def run(seed):
+        search, _ = make_search(HashEvaluator(), seed=seed, noise=True, max_visits=120)
+        result = search.think(GameState(), BLACK, time_limit_cs=100000)
+        return [(c.move, c.visits, round(c.prior, 7)) for c in result.children]
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_noise_changes_root_priors_but_keeps_their_sum():
+    search, _ = make_search(HashEvaluator(), noise=True, max_visits=2)
+    result = search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert sum(c.prior for c in result.children) == pytest.approx(1.0, abs=1e-5)
+    plain, _ = make_search(HashEvaluator(), max_visits=2)
+    base = {c.move: c.prior for c in plain.think(GameState(), BLACK,
+                                                 time_limit_cs=100000).children}
+    assert any(abs(base[c.move] - c.prior) > 1e-4 for c in result.children)
+
+
+# ------------------------------------------------------------------ root preparation
+def ko_then_passes() -> tuple[GameState, int]:
+    """Black takes a ko, both pass; White's recapture is legal but repeats a position."""
+    s = GameState()
+    for x, y in ((1, 2), (0, 1), (1, 0)):
+        s.play(BLACK, vertex(x, y))
+    for x, y in ((2, 2), (1, 1), (3, 1), (2, 0)):
+        s.play(WHITE, vertex(x, y))
+    s.play(BLACK, vertex(2, 1))  # captures (1, 1): a ko
+    s.play(WHITE, PASS)
+    s.play(BLACK, PASS)
+    s.set_passes(0)  # as kgs-genmove_cleanup does
+    return s, vertex(1, 1)
+
+
+def test_superko_move_is_removed_at_the_root():
+    state, recapture = ko_then_passes()
+    assert state.is_legal(WHITE, recapture)
+    trial = state.copy()
+    trial.play(WHITE, recapture)
+    assert trial.superko()  # the test is meaningful
+    search, _ = make_search(FakeEvaluator(), max_visits=30)
+    result = search.think(state, WHITE, time_limit_cs=100000)
+    moves = {c.move for c in result.children}
+    assert recapture not in moves and len(moves) > 300
+    assert result.move != recapture
+
+
+def test_nn_eval_line_and_stats_lines():
+    search, lines = make_search(FakeEvaluator(value_fn=lambda s: 0.25), max_visits=20)
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    text = "".join(lines)
+    assert "Thinking at most 1000.0 seconds...\n" in text
+    assert "NN eval=0.250000\n" in text
+    assert " -> " in text and "average depth" in text
+    assert "20 visits, " in text and " playouts, " in text
+
+
+# ------------------------------------------------------------------ terminal scoring
+def test_two_passes_score_exactly_and_are_never_expanded():
+    # Black passed on an empty board; White's pass ends the game: W wins by komi.
+    state = GameState()
+    state.play(BLACK, PASS)
+    search, _ = make_search(FakeEvaluator(policy_fn=pass_preferring_policy), dumbpass=True,
+                            max_visits=50)
+    result = search.think(state, WHITE, time_limit_cs=100000)
+    pass_node = next(c for c in search.root.children if c.move == PASS)
+    assert pass_node.visits > 0
+    assert pass_node.raw_eval(WHITE) == 1.0
+    assert not pass_node.expanded and pass_node.children == []
+    assert_no_pending_virtual_loss(search)
+    assert result.move == PASS
+
+
+def test_genmove_after_two_passes_passes():
+    state = GameState()
+    state.play(BLACK, PASS)
+    state.play(WHITE, PASS)
+    search, _ = make_search(FakeEvaluator(), max_visits=50)
+    result = search.think(state, BLACK, time_limit_cs=100000)
+    assert result.move == PASS
+
+
+# ------------------------------------------------------------------ pass rules
+def test_opponent_passed_and_passing_wins_so_pass():
+    state = GameState(komi=7.5)
+    state.play(BLACK, PASS)  # White is ahead by komi on an empty board
+    search, lines = make_search(FakeEvaluator(), max_visits=30)
+    assert search.think(state, WHITE, time_limit_cs=100000).move == PASS
+    assert "Passing wins, I'll pass out.\n" in lines
+
+
+def test_opponent_passed_and_passing_loses_so_play_on():
+    state = GameState(komi=7.5)
+    state.play(WHITE, PASS)
+    search, lines = make_search(FakeEvaluator(), max_visits=30)
+    assert search.think(state, BLACK, time_limit_cs=100000).move not in (PASS, RESIGN)
+    assert "Passing loses, I'll play on.\n" in lines
+
+
+def test_dumbpass_turns_the_pass_heuristics_off():
+    state = GameState(komi=7.5)
+    state.play(BLACK, PASS)
+    search, _ = make_search(FakeEvaluator(), max_visits=30, dumbpass=True)
+    assert search.think(state, WHITE, time_limit_cs=100000).move not in (PASS, RESIGN)
+
+
+def test_pass_allowed_only_when_winning_on_net_and_board():
+    # White on an empty board, net value 0.9 for the side to move: pass becomes a child.
+    ev = FakeEvaluator(policy_fn=pass_preferring_policy, value_fn=lambda s: 0.9)
+    search, _ = make_search(ev, max_visits=5)
+    result = search.think(GameState(), WHITE, time_limit_cs=100000)
+    assert PASS in {c.move for c in result.children}
+    # Black is behind by komi on the board: no pass child.
+    search, _ = make_search(ev, max_visits=5)
+    result = search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert PASS not in {c.move for c in result.children}
+
+
+def test_nopass_avoids_a_winning_pass():
+    ev = FakeEvaluator(policy_fn=pass_preferring_policy, value_fn=lambda s: 0.9)
+    search, _ = make_search(ev, max_visits=20)
+    assert search.think(GameState(), WHITE, time_limit_cs=100000).move == PASS
+    search, lines = make_search(ev, max_visits=20)
+    move = search.think(GameState(), WHITE, time_limit_cs=100000, nopass=True).move
+    assert move not in (PASS, RESIGN)
+    assert "Preferring not to pass.\n" in lines
+
+
+# ------------------------------------------------------------------ resign rules
+def late_game_state(handicap: int = 0) -> GameState:
+    """92 moves without captures: Black fills rows 1-5 from the left, White rows 15-19."""
+    s = GameState()
+    black = [vertex(x, y) for y in range(0, 5) for x in range(19)][:46]
+    white = [vertex(x, y) for y in range(14, 19) for x in range(19)][:46]
+    for b, w in zip(black, white):
+        s.play(BLACK, b)
+        s.play(WHITE, w)
+    s.handicap = handicap
+    return s
+
+
+def black_wins_with(p: float):
+    """value_fn: Black's winrate is p whoever is to move."""
+    return lambda s: p if s.to_move == BLACK else 1.0 - p
+
+
+def test_resigns_when_hopeless_late_in_the_game():
+    search, lines = make_search(FakeEvaluator(value_fn=black_wins_with(0.05)), max_visits=20)
+    assert search.think(late_game_state(), BLACK, time_limit_cs=100000).move == RESIGN
+    assert any(line.startswith("Eval (") and "looks bad. Resigning." in line for line in lines)
+
+
+def test_never_resigns_with_r0_or_early_or_above_threshold():
+    ev = FakeEvaluator(value_fn=black_wins_with(0.05))
+    search, _ = make_search(ev, max_visits=20, resign_pct=0)
+    assert search.think(late_game_state(), BLACK, time_limit_cs=100000).move != RESIGN
+    search, _ = make_search(ev, max_visits=20)
+    assert search.think(GameState(), BLACK, time_limit_cs=100000).move != RESIGN  # move 0
+    search, _ = make_search(FakeEvaluator(value_fn=black_wins_with(0.15)), max_visits=20)
+    assert search.think(late_game_state(), BLACK, time_limit_cs=100000).move != RESIGN
+    # -r 20: 15% is now low enough.
+    search, _ = make_search(FakeEvaluator(value_fn=black_wins_with(0.15)), max_visits=20,
+                            resign_pct=20)
+    assert search.think(late_game_state(), BLACK, time_limit_cs=100000).move == RESIGN
+
+
+def test_white_with_handicap_uses_the_blended_threshold():
+    # Move 92, h = 4: f = 92 / 216.6 = 0.4248; blend = f*0.1 + (1-f)*0.1/5 = 0.05398.
+    ev_6 = FakeEvaluator(value_fn=black_wins_with(0.94))  # White at 6%: above the blend
+    search, _ = make_search(ev_6, max_visits=20)
+    assert search.think(late_game_state(4), WHITE, time_limit_cs=100000).move != RESIGN
+    ev_5 = FakeEvaluator(value_fn=black_wins_with(0.95))  # White at 5%: below it
+    search, _ = make_search(ev_5, max_visits=20)
+    assert search.think(late_game_state(4), WHITE, time_limit_cs=100000).move == RESIGN
+
+
+# ------------------------------------------------------------------ tree reuse
+def test_tree_is_reused_after_the_moves_played():
+    search, lines = make_search(HashEvaluator(), max_visits=200)
+    state = GameState()
+    first = search.think(state, BLACK, time_limit_cs=100000)
+    state.play(BLACK, first.move)
+    best_child = search.root.find_child(first.move)
+    reply = best_child.best_child(WHITE)
+    kept = reply.visits
+    assert kept > 0
+    state.play(WHITE, reply.move)
+    second = search.think(state, BLACK, time_limit_cs=100000)
+    assert any(line.startswith("update_root, ") for line in lines)
+    assert second.playouts == 200 - kept - (0 if kept else 1)
+    assert_no_pending_virtual_loss(search)
+
+
+def test_reuse_falls_back_to_a_fresh_tree_when_komi_changes():
+    search, _ = make_search(HashEvaluator(), max_visits=50)
+    state = GameState()
+    search.think(state, BLACK, time_limit_cs=100000)
+    state.komi = 0.5
+    result = search.think(state, BLACK, time_limit_cs=100000)
+    assert result.playouts == 49
+
+
+# ------------------------------------------------------------------ limits and stopping
+def test_time_limit_and_should_stop():
+    search, _ = make_search(HashEvaluator())
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) >= 3
+
+    result = search.think(GameState(), BLACK, time_limit_cs=100000, should_stop=stop)
+    assert len(calls) == 3 and result.playouts <= 3 * 8
+
+
+def test_early_stop_when_no_alternative_can_catch_up():
+    def peaked(state):
+        p = np.full(362, 0.1 / 361, dtype=np.float32)
+        p[3 * 19 + 3] = 0.9  # D4
+        return p
+
+    d4 = vertex(3, 3)
+
+    def d4_wins(state):  # Black's winrate 0.7 once Black holds D4, else 0.4
+        black = 0.7 if state.board.square[d4] == BLACK else 0.4
+        return black if state.to_move == BLACK else 1.0 - black
+
+    search, lines = make_search(FakeEvaluator(policy_fn=peaked, value_fn=d4_wins),
+                                timemanage="on", max_visits=400)
+    result = search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert result.move == vertex(3, 3)
+    assert result.root_visits < 400
+    assert any(line.endswith("s left, stopping early.\n") for line in lines)
+    assert all(c.status == ACTIVE for c in search.root.children)
+
+
+def test_full_board_answers_pass():
+    state = GameState()
+    for i in range(361):
+        x, y = i % 19, i // 19
+        if (x + y) % 3 != 0:  # leave single-point eyes so nothing is captured
+            state.play(BLACK if (x // 3) % 2 == 0 else WHITE, vertex(x, y))
+    search, _ = make_search(FakeEvaluator(), max_visits=40)
+    result = search.think(state, BLACK, time_limit_cs=100000)
+    move = result.move
+    assert move in (PASS, RESIGN) or state.is_legal(BLACK, move)
+
+
+def test_params_are_replaceable_between_searches():
+    search, _ = make_search(HashEvaluator(), max_visits=30)
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    search.params = dataclasses.replace(search.params, max_visits=60)
+    search.reset()
+    assert search.think(GameState(), BLACK, time_limit_cs=100000).root_visits == 60
