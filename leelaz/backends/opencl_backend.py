@@ -233,6 +233,32 @@ class OpenCLBackend:
                                    i32(conv.k), i32(conv.kpad), i32(tiles), i32(ppad),
                                    i32(residual), i32(1))
 
+    def _layer_plan(self) -> list[tuple[_Conv3, cl.Buffer, cl.Buffer, bool]]:
+        """(conv, source, destination, residual?) for every 3x3 layer, in order.
+
+        The block input stays in x_buf; the first conv writes t_buf, the second adds x_buf
+        back in place (out_transform_bn reads and writes each element in one work item).
+        """
+        plan = [(self.input_conv, self.planes_buf, self.x_buf, False)]
+        for first, second in self.tower:
+            plan.append((first, self.x_buf, self.t_buf, False))
+            plan.append((second, self.t_buf, self.x_buf, True))
+        return plan
+
+    def tower_outputs(self, planes: np.ndarray) -> list[np.ndarray]:
+        """Every 3x3 layer's output float32 [B, F, 361], read back one by one (for tests)."""
+        batch = planes.shape[0]
+        if batch > self.capacity:
+            self._grow(batch)
+        cl.enqueue_copy(self.queue, self.planes_buf, np.ascontiguousarray(planes, self.dtype))
+        outputs = []
+        for conv, src, dst, residual in self._layer_plan():
+            self._conv3(conv, src, dst, batch, residual)
+            out = np.empty((batch, conv.k, BOARD_SQUARES), self.dtype)
+            cl.enqueue_copy(self.queue, out, dst)
+            outputs.append(out.astype(np.float32))
+        return outputs
+
     def forward_heads(self, planes: np.ndarray) -> np.ndarray:
         """The heads' 1x1 conv outputs float32 [B, 3, 361] (policy 0-1, value 2), after BN+ReLU."""
         planes = np.asarray(planes)
@@ -243,10 +269,8 @@ class OpenCLBackend:
             self._grow(batch)
         host_in = np.ascontiguousarray(planes, self.dtype)
         cl.enqueue_copy(self.queue, self.planes_buf, host_in, is_blocking=False)
-        self._conv3(self.input_conv, self.planes_buf, self.x_buf, batch, residual=False)
-        for first, second in self.tower:
-            self._conv3(first, self.x_buf, self.t_buf, batch, residual=False)
-            self._conv3(second, self.t_buf, self.x_buf, batch, residual=True)
+        for conv, src, dst, residual in self._layer_plan():
+            self._conv3(conv, src, dst, batch, residual)
         f = self.weights.filters
         self.k["head_conv1x1"](self.queue, (round_up(BOARD_SQUARES, 32), batch), (32, 1),
                                self.x_buf, self.head_w, self.head_mean, self.head_scale,

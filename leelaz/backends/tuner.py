@@ -175,7 +175,8 @@ class _Problem:
 
 
 def tune(ctx: cl.Context, queue: cl.CommandQueue, half: bool, k: int, c: int, batch: int,
-         mode: str = "fast", log=None) -> GemmParams:
+         mode: str = "fast", log=None,
+         candidates: list[GemmParams] | None = None) -> GemmParams:
     """The best GemmParams for an M[k x batch*25] = U^T V product with c terms.
 
     mode "none": the cached result or DEFAULT; "fast": cached result, else search FAST;
@@ -185,7 +186,8 @@ def tune(ctx: cl.Context, queue: cl.CommandQueue, half: bool, k: int, c: int, ba
     cached = lookup(device, half, k, c, batch)
     if mode == "none" or (mode == "fast" and cached is not None):
         return cached or DEFAULT
-    candidates = FAST if mode == "fast" else full_candidates()
+    if candidates is None:
+        candidates = FAST if mode == "fast" else full_candidates()
     candidates = [p for p in candidates if p.valid(device)]
     if log:
         log(f"Started OpenCL SGEMM tuner ({mode}, {len(candidates)} candidates, "

@@ -1,0 +1,73 @@
+"""Which backend runs the network: the composition root calls `choose_backend` once.
+
+Owns: the policy. --cpu-only gives NumPy. Otherwise OpenCL on the --gpu ID given, else on the
+fastest GPU; with no GPU, a CPU OpenCL device is used only if it beats NumPy on a timed batch.
+Any failure (no platform, no device, a build error) falls back to NumPy with a one-line reason
+on stderr; Leela Zero's own start-up lines (platform, device, precision) come from the OpenCL
+backend. Imports: backends (registry), backends.base, numpy, stdlib; pyopencl only through
+backends.opencl_backend, imported lazily so a machine without it still starts.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from leelaz.backends import BackendUnavailable, create_backend
+from leelaz.backends.base import INPUT_CHANNELS, Backend, NetWeights
+
+
+def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 3) -> float:
+    backend.forward(planes)  # warm-up: lazy compiles, first-touch allocations
+    start = time.perf_counter()
+    for _ in range(runs):
+        backend.forward(planes)
+    return (time.perf_counter() - start) / runs
+
+
+def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] | None = None,
+                   precision: str = "auto", batch_size: int = 8, tune: str = "fast",
+                   quiet: bool = False, selfcheck: float = 0.0, log=None) -> Backend:
+    """The backend to use, per the policy in the module docstring. Never raises for OpenCL."""
+    def say(line: str) -> None:
+        if log is not None:
+            log(line)
+        elif not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    if cpu_only:
+        return create_backend("numpy", weights)
+    try:
+        backend = create_backend("opencl", weights, gpus=gpus, precision=precision,
+                                 batch_size=batch_size, tune=tune, quiet=quiet,
+                                 selfcheck=selfcheck)
+    except (BackendUnavailable, ImportError) as e:
+        say(f"OpenCL unavailable ({_one_line(e)}); using the NumPy backend.")
+        return create_backend("numpy", weights)
+    if gpus or _is_gpu(backend):
+        return backend
+    numpy_backend = create_backend("numpy", weights)
+    planes = np.random.default_rng(1).integers(0, 2, (batch_size, INPUT_CHANNELS, 19, 19))
+    planes = planes.astype(np.float32)
+    t_cl = _seconds_per_batch(backend, planes)
+    t_np = _seconds_per_batch(numpy_backend, planes)
+    if t_cl < t_np:
+        say(f"OpenCL CPU device {backend.device.name.strip()}: {t_cl * 1e3:.1f} ms per batch "
+            f"of {batch_size}, NumPy {t_np * 1e3:.1f} ms; using OpenCL.")
+        return backend
+    say(f"OpenCL CPU device is slower than NumPy ({t_cl * 1e3:.1f} ms against "
+        f"{t_np * 1e3:.1f} ms per batch of {batch_size}); using the NumPy backend.")
+    return numpy_backend
+
+
+def _is_gpu(backend) -> bool:
+    import pyopencl as cl
+
+    return bool(backend.device.type & cl.device_type.GPU)
+
+
+def _one_line(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    return text[:200] or type(e).__name__
