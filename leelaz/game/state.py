@@ -126,13 +126,18 @@ class GameState:
 
     def legal_moves(self, color: Color) -> list[Vertex]:
         """The legal points for `color`, in index order (A1, B1, ..., T19); pass, always legal,
-        is not listed."""
+        is not listed. Called once per search expansion: a point with an empty neighbour is
+        accepted without the full suicide test."""
         b = self.board
         ko = b.ko_move
+        square = b.square
         suicide = b.is_suicide
         empties = b.empty[:b.empty_cnt].tolist()
         empties.sort()
-        return [v for v in empties if v != ko and not suicide(color, v)]
+        return [v for v in empties
+                if v != ko and (square[v - 21] == EMPTY or square[v + 1] == EMPTY
+                                or square[v + 21] == EMPTY or square[v - 1] == EMPTY
+                                or not suicide(color, v))]
 
     def superko(self) -> bool:
         """The current stones repeat an earlier position of the game (positional superko).
