@@ -114,3 +114,52 @@ def test_visit_distribution_forms():
     assert a[policy_slot(d4)] == 5 and a[361] == 1 and a.sum() == 6
     with pytest.raises(ValueError):
         visit_distribution(np.ones(361))
+
+
+# --------------------------------------------------------------------------------------------
+# against Leela Zero's own dump_training
+
+
+def _visit_counts(probabilities: list[float]) -> np.ndarray:
+    """The smallest whole visit counts whose shares print as these probabilities."""
+    p = np.array(probabilities)
+    for total in range(1, 5000):
+        visits = np.round(p * total)
+        if visits.sum() == total and np.allclose(visits / total, p, rtol=2e-6, atol=0):
+            return visits
+    raise AssertionError("no visit counts fit")
+
+
+def test_same_records_as_leela_zeros_dump_training(lz_binary, random_weights, lz_folder):
+    """LZ plays a few moves with 8 visits per search (7 child visits: shares like 2/7), with
+    a play and a pass between searches, then dumps with White as the winner. Our recorder,
+    given our GameState at each searched position and the visit counts behind LZ's shares,
+    writes LZ's exact text: planes (our input_planes), side to move, %g shares, outcome."""
+    from leelaz.game.state import GameState
+
+    script = ["play b q16", "genmove w", "genmove b", "play w pass", "genmove b", "genmove w",
+              "play b d4", "genmove w", f"dump_training w {lz_folder}/lz"]
+    code, out, err = run_lz(lz_binary, random_weights(1, 8), script, extra_args=("-v", "8", "-s", "1"))
+    assert code == 0, err[-300:]
+    replies = [r for r in out.split("\n\n") if r.strip()]
+    assert len(replies) == len(script) + 1 and all(r.startswith("=") for r in replies)
+    lz_text = chunk_parser.read_text(f"{lz_folder}/lz.0.gz")
+    lz_records = chunk_parser.parse_text(lz_text)
+    assert len(lz_records) == 5
+
+    state = GameState(komi=7.5)
+    rec = TrainingRecorder()
+    searched = 0
+    for line, reply in zip(script[:-1], replies):
+        words = line.split()
+        if words[0] == "play":
+            state.play(0 if words[1] == "b" else 1, parse_gtp_vertex(words[2]))
+            continue
+        color = 0 if words[1] == "b" else 1
+        assert state.to_move == color
+        visits = _visit_counts(lz_records[searched].probabilities)
+        assert rec.record(state, visits)
+        searched += 1
+        state.play(color, parse_gtp_vertex(reply[2:].strip()))
+    path = rec.dump(WHITE, f"{lz_folder}/ours")
+    assert chunk_parser.read_text(path) == lz_text

@@ -7,12 +7,17 @@ iterators the trainer uses. Imports: numpy, game (coords, sgf, sgf_replay, state
 
 Which games Leela Zero's dump_supervised drops (checked against the 0.17 binary):
 - the game does not parse (this includes SZ other than 19 and GM other than 1, and a move or
-  setup stone on an occupied point anywhere in the tree);
-- the main line has no moves (the main line ends at the first node without a move of the
-  colour whose turn it is: a `B` node where White is expected ends it);
-- RE contains `Time`, or does not start with `B+` / `W+` (no RE, draws, `Void`, `b+r`);
-- a main-line move is illegal on the replayed board (ko or suicide): LZ prints
-  `Mainline move not found: <vertex>` and drops the whole game.
+  setup stone on the other colour's stone anywhere in the main line; LZ also checks
+  variations, we do not);
+- the main line has no moves. The main line follows the turn from the start position's side
+  to move: each node flips the turn, and only a move of the colour whose turn it is counts
+  (a comment node or a `B` node where White is due is skipped, and so are the nodes after it
+  until the colours agree again);
+- RE contains `Time`, or does not start with `B+` / `W+` (no RE, draws, `Void`, `b+r`,
+  ` B+R`);
+- a main-line move is illegal on the replayed board (ko, suicide, or a point the mover
+  already holds): LZ prints `Mainline move not found: <vertex>` and drops the whole game
+  (its positions are counted in LZ's `Dumped N` line but not written; we count written ones).
 Komi and handicap are not checked. Tygem's `B+T`/`W+T` (time) and `B+F`/`W+F` (forfeit) results
 do not contain `Time`, so dump_supervised keeps them, as LZ does.
 
@@ -105,38 +110,54 @@ def trainer_result(result: str | None, unreliable: str = "drop") -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# One game: the start position and the main line, LZ's way
+# One game, LZ's way
+#
+# Leela Zero pairs two sequences that agree in ordinary games but not in broken ones:
+# - the positions: its SGF loader's replay of the main line, every move node played with its
+#   own colour (sgf_replay.state_from_sgf; nodes without a move add no position);
+# - the labels: the main line's moves filtered by turn (sgf_replay.mainline_moves).
+# Record k is position k with label k and the position's side to move; there are
+# min(labels, positions) records. So after a comment node or a `B` node where White is due,
+# the labels and the side to move come from the turn rule while the boards keep every stone.
 
 
-def start_and_moves(game: SgfGame):
-    """(anchored start GameState, main-line moves [(colour, vertex)]) of a parsed game.
+def lz_game(game: SgfGame):
+    """(loader's final GameState, turn-filtered labels [(colour, vertex)]) of a parsed game.
 
-    Raises SkipGame("parse") where LZ's SGF loader fails (bad root, non-19 board, occupied
-    points), SkipGame("no moves") for an empty main line.
+    SkipGame("parse") where LZ's SGF loader fails (bad root, non-19 board, a bad point, a
+    stone on the other colour's stone), SkipGame("no moves") for an empty main line.
     """
     from leelaz.game.sgf_replay import mainline_moves, state_from_sgf
     try:
-        state = state_from_sgf(game)
-        moves = mainline_moves(game)
+        full = state_from_sgf(game, 0)
+        labels = mainline_moves(game)
     except (SgfError, ValueError) as err:
         raise SkipGame("parse", None) from err
-    if not moves:
+    if not labels:
         raise SkipGame("no moves")
-    return state, moves
+    return full, labels
 
 
-def replay(state, moves) -> Iterator[tuple[object, int, int]]:
-    """Play the main line from `state` (mutated), yielding (state before the move, colour,
-    vertex) for each move. SkipGame("illegal", LZ's message) on a ko or suicide move,
-    SkipGame("parse") on an occupied point (LZ's loader rejects those games silently)."""
-    for color, vertex in moves:
-        if vertex != PASS:
-            if state.board.square[vertex] != EMPTY:  # occupied points fail LZ's loader
-                raise SkipGame("parse")
-            if not state.is_legal(color, vertex):
-                raise SkipGame("illegal", f"Mainline move not found: {vertex}")
-        yield state, color, vertex
-        state.play(color, vertex)
+def _not_found(vertex: int) -> SkipGame:
+    return SkipGame("illegal", f"Mainline move not found: {vertex}")
+
+
+def positions(game: SgfGame) -> Iterator[tuple[object, int]]:
+    """(GameState at position k, label vertex k) for each record of the game, replayed from
+    the anchored start. SkipGame("illegal", LZ's message) when a label is not a legal move of
+    the side to move (ko, suicide, occupied); the caller drops the whole game then."""
+    from leelaz.game.sgf_replay import start_state
+    full, labels = lz_game(game)
+    played = full.moves()
+    count = min(len(labels), len(played) + 1)
+    state = start_state(game)
+    for k in range(count):
+        label = labels[k][1]
+        if not state.is_legal(state.to_move, label):
+            raise _not_found(label)
+        yield state, label
+        if k + 1 < count:
+            state.play(*played[k])
 
 
 def _planes(state) -> np.ndarray:
@@ -144,14 +165,12 @@ def _planes(state) -> np.ndarray:
     return input_planes(state)
 
 
-def game_text(state, moves, winner: int) -> tuple[str, int]:
-    """The records of one game (planes from input_planes, one-hot move, outcome): (text, n)."""
+def game_text(game: SgfGame, winner: int) -> tuple[str, int]:
+    """The records of one game (planes from input_planes, one-hot label, outcome): (text, n)."""
     parts = []
-    for st, color, vertex in replay(state, moves):
-        to_move = st.to_move
-        if to_move != color:  # mainline_moves follows the turn, so this cannot happen
-            raise SkipGame("parse")
-        parts.append(format_fields(_planes(st), to_move, one_hot(policy_slot(vertex)),
+    for state, label in positions(game):
+        to_move = state.to_move
+        parts.append(format_fields(_planes(state), to_move, one_hot(policy_slot(label)),
                                    outcome_for(to_move, winner)))
     return "".join(parts), len(parts)
 
@@ -219,11 +238,11 @@ def one_game(game) -> tuple[str, int]:
     """Records of one parsed game (or the SgfError it raised), by LZ's rules; SkipGame if none."""
     if isinstance(game, Exception):
         raise SkipGame("parse")
-    state, moves = start_and_moves(game)
     winner = lz_winner(game.root.get("RE"))
     if winner is None:
+        lz_game(game)  # a parse failure or an empty main line counts first, as in LZ
         raise SkipGame("result")
-    return game_text(state, moves, winner)
+    return game_text(game, winner)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,14 +291,19 @@ def history_planes(boards: np.ndarray, to_move: np.ndarray, packed: bool = False
     return np.packbits(out, axis=2) if packed else out
 
 
-def game_arrays(state, moves, black_result: int) -> GameArrays:
-    """Replay a main line (LZ's legality rules, SkipGame on an illegal move) into arrays."""
-    rows, slots, stm = [], [], []
-    for st, color, vertex in replay(state, moves):
-        rows.append(bytes(st.board.square))
-        slots.append(policy_slot(vertex))
-        stm.append(color)
-    squares = np.frombuffer(b"".join(rows), np.uint8).reshape(-1, NUM_VERTICES)
+def game_arrays(game: SgfGame, black_result: int) -> GameArrays:
+    """LZ's positions and labels of a game (see lz_game) as arrays; SkipGame when dropped.
+    One replay (the loader's): its boards are used directly. Hot path."""
+    full, labels = lz_game(game)
+    boards = full.history[:len(labels)]
+    slots, stm = [], []
+    for board, (_, label) in zip(boards, labels):
+        if not board.is_legal(board.to_move, label):
+            raise _not_found(label)
+        slots.append(policy_slot(label))
+        stm.append(board.to_move)
+    squares = np.frombuffer(b"".join([bytes(b.square) for b in boards]), np.uint8)
+    squares = squares.reshape(-1, NUM_VERTICES)
     to_move = np.array(stm, np.uint8)
     sign = np.where(to_move == BLACK, 1, -1).astype(np.int8)
     return GameArrays(squares[:, _ROW_VERTICES], np.array(slots, np.int16), to_move,
@@ -294,8 +318,7 @@ def trainer_game(game, unreliable: str = "drop") -> GameArrays:
     result = trainer_result(game.root.get("RE"), unreliable)
     if result is None:
         raise SkipGame("result")
-    state, moves = start_and_moves(game)
-    return game_arrays(state, moves, result)
+    return game_arrays(game, result)
 
 
 def _game_texts(path: str) -> list[str]:
@@ -303,7 +326,10 @@ def _game_texts(path: str) -> list[str]:
     ends, which is much faster than split_games' scan and gives the same games."""
     text = read_text(path)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if lines and all(ln[0] == "(" and ln[-1] == ")" and ln.count("(") == 1 for ln in lines):
+    # Every line a whole game: starts with `(;`, ends with `)`, parentheses balanced (a line
+    # holding a variation would leave its game's first line unbalanced).
+    if lines and all(ln.startswith("(;") and ln[-1] == ")" and ln.count("(") == ln.count(")")
+                     for ln in lines):
         return lines
     return split_games(text)
 
@@ -374,14 +400,18 @@ def iter_positions(paths: Iterable[str], packed: bool = False, unreliable: str =
 
 def sgf_games(path: str) -> Iterator[tuple[list[int], str]]:
     """(policy slots, RE text) of each game that parses and starts from the empty board with
-    Black to move (what training/dataset.py replays itself). No legality check here."""
+    Black to move (what training/dataset.py replays itself), its moves as the loader plays
+    them (own colours, alternating). No legality check here."""
     for i, text in enumerate(_game_texts(path)):
         try:
             game = parse_game(text, f"{path}: game {i + 1}")
-            state, moves = start_and_moves(game)
+            full, _ = lz_game(game)
         except (SgfError, SkipGame):
             continue
-        empty = all(state.board.square[v] == EMPTY for v in ALL_VERTICES)
-        if not empty or moves[0][0] != BLACK:
+        start = full.history[0]
+        moves = full.moves()
+        if start.to_move != BLACK or any(start.square[v] != EMPTY for v in ALL_VERTICES):
+            continue
+        if any(color != k % 2 for k, (color, _) in enumerate(moves)):
             continue
         yield [policy_slot(v) for _, v in moves], game.root.get("RE") or ""
