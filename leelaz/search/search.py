@@ -127,6 +127,11 @@ class UCTSearch:
         self._last_state = None
         self.nodes = 0
 
+    def tree_bytes(self) -> int:
+        """Tree size in LZ's accounting: 8 B per child slot, 64 B per visited node."""
+        visits = self.root.visits if self.root is not None else 0
+        return CHILD_BYTES * self.nodes + NODE_BYTES * visits
+
     def log(self, text: str) -> None:
         if not self.params.quiet:
             self._log_fn(text)
@@ -237,7 +242,7 @@ class UCTSearch:
             if not pondering and elapsed_cs - last_update > 250:
                 last_update = elapsed_cs
                 self._log_playouts(color)
-            if CHILD_BYTES * self.nodes + NODE_BYTES * root.visits >= p.max_tree_bytes:
+            if self.tree_bytes() >= p.max_tree_bytes:
                 break
             if self.playouts >= playouts_cap or root.visits >= visits_cap:
                 break

@@ -1,0 +1,272 @@
+"""The search GTP commands as scripted sessions with a fake evaluator: genmove and its edge
+cases, lz-analyze streaming and interruption, lz-genmove_analyze, lz-setoption (replies taken
+from the Leela Zero 0.17 binary), gomill-explain_last_move."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from fake_evaluator import FakeEvaluator, HashEvaluator
+from gtp_session import Session, make_engine
+from leelaz.config import EngineConfig
+from leelaz.game.coords import BLACK, PASS, WHITE, parse_gtp_vertex, vertex
+from leelaz.gtp import search_commands
+from leelaz.search.params import UNLIMITED
+
+
+def session(evaluator=None, **cfg) -> Session:
+    cfg.setdefault("visits", 40)
+    cfg.setdefault("ponder", False)
+    cfg.setdefault("seed", 1)
+    cfg.setdefault("timemanage", "off")
+    s = Session(EngineConfig(**cfg))
+    s.engine.network = evaluator or HashEvaluator()
+    search_commands.register(s.engine)
+    return s
+
+
+def played_move(reply: str) -> str:
+    m = re.fullmatch(r"= (\S+)\n\n", reply)
+    assert m, reply
+    return m.group(1)
+
+
+# ------------------------------------------------------------------ genmove
+def test_genmove_plays_and_replies_a_legal_move():
+    s = session()
+    move = played_move(s.reply("genmove b"))
+    v = parse_gtp_vertex(move)
+    assert s.engine.state.board.square[v] == BLACK
+    assert s.engine.state.to_move == WHITE
+    assert played_move(s.reply("genmove w")) != move
+
+
+@pytest.mark.parametrize("line,reply", [
+    ("genmove", "? syntax error\n\n"), ("genmove x", "? syntax error\n\n"),
+    ("kgs-genmove_cleanup", "? syntax not understood\n\n"),
+    ("kgs-genmove_cleanup x", "? syntax error\n\n")])
+def test_genmove_argument_errors(line, reply):
+    assert session().reply(line) == reply
+
+
+def test_genmove_after_two_passes_answers_pass():
+    s = session()
+    s.reply("play b pass")
+    s.reply("play w pass")
+    assert played_move(s.reply("genmove b")) == "pass"
+
+
+def test_genmove_on_a_full_board_answers_legal_or_pass():
+    s = session()
+    state = s.engine.state
+    for y in range(19):
+        for x in range(19):
+            if (x + y) % 3:
+                state.play(BLACK if (x // 3) % 2 == 0 else WHITE, vertex(x, y))
+    move = played_move(s.reply("genmove b"))
+    assert move == "pass" or move == "resign" or state.moves()[-1][1] == parse_gtp_vertex(move)
+
+
+def test_cleanup_resets_passes_and_never_passes_with_alternatives():
+    def pass_policy(state):
+        p = np.full(362, 0.01 / 361, dtype=np.float32)
+        p[361] = 0.99
+        return p
+
+    s = session(FakeEvaluator(policy_fn=pass_policy, value_fn=lambda st: 0.9))
+    s.reply("play b pass")
+    s.reply("play w pass")
+    move = played_move(s.reply("kgs-genmove_cleanup w"))
+    assert move not in ("pass", "resign")
+
+
+def test_explain_last_move():
+    s = session()
+    assert s.reply("gomill-explain_last_move") == "= \n\n"
+    move = played_move(s.reply("genmove b"))
+    text = s.reply("gomill-explain_last_move")
+    assert re.fullmatch(rf"= move 0, B => {move}\nPlayouts: 40, Win: [ \d]\d\.\d\d%, PV: "
+                        rf"{move}( \S+)*\n\n\n", text), text
+
+
+def test_genmove_records_training_data_when_a_recorder_is_there():
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def record(self, state, result):
+            self.calls.append((state.move_num, sum(c.visits for c in result.children)))
+
+    s = session()
+    s.engine.recorder = Recorder()
+    s.reply("genmove b")
+    assert s.engine.recorder.calls == [(0, 39)]
+
+
+# ------------------------------------------------------------------ lz-analyze
+def test_lz_analyze_interval_zero_sends_only_the_frame():
+    s = session()
+    s.engine.feed(["name\n"])  # input waiting: pondering stops at once
+    assert s.reply("lz-analyze 0") == "=\n\n"
+
+
+def test_lz_analyze_reports_once_then_stops_on_input_and_keeps_the_colour():
+    s = session(visits=0)
+    s.engine.feed(["name\n"])
+    out = s.reply("12 lz-analyze w 1000 minmoves 2")
+    assert out.startswith("=12\ninfo move ")
+    assert out.endswith("\n\n") and out.count("\n") == 3
+    assert s.engine.state.to_move == WHITE
+
+
+def test_lz_analyze_bad_tags():
+    assert session().reply("lz-analyze foo") == "? cannot parse analyze tags\n\n"
+    assert session().reply("3 lz-analyze avoid b d4 0") == "?3 cannot parse analyze tags\n\n"
+
+
+def test_lz_analyze_stops_within_50ms_of_new_input():
+    """Through the real loop and reader thread: a line arriving during analysis is answered
+    promptly, and the analysis reply is closed before it."""
+    engine, out, err = make_engine(EngineConfig(visits=0, ponder=False, seed=1))
+    engine.network = FakeEvaluator()
+    engine.search = None
+    search_commands.register(engine)
+    engine.search.params = engine.search.params.__class__(
+        **{**engine.search.params.__dict__, "batch_size": 1, "quiet": True})
+    r, w = os.pipe()
+    reader = os.fdopen(r, "r")
+    writer = os.fdopen(w, "w")
+    thread = threading.Thread(target=engine.run, args=(reader,), daemon=True)
+    thread.start()
+    writer.write("lz-analyze 5\n")
+    writer.flush()
+    time.sleep(0.5)
+    sent = time.monotonic()
+    writer.write("name\n")
+    writer.flush()
+    while "= Leela Zero\n\n" not in out.getvalue():
+        assert time.monotonic() - sent < 5, out.getvalue()[-300:]
+        time.sleep(0.002)
+    answered = time.monotonic() - sent
+    writer.write("quit\n")
+    writer.flush()
+    thread.join(5)
+    text = out.getvalue()
+    assert text.startswith("=\ninfo move ")
+    assert "\n\n= Leela Zero\n\n" in text
+    assert answered < 0.05 + 0.05  # 50 ms, plus slack for a loaded 2-core CI machine
+
+
+def test_lz_genmove_analyze_streams_info_then_play():
+    s = session(visits=60)
+    out = s.reply("7 lz-genmove_analyze b 1")
+    lines = out.split("\n")
+    assert lines[0] == "=7"
+    assert all(line.startswith("info move ") for line in lines[1:-3])
+    assert re.fullmatch(r"play [A-T]\d+", lines[-3]) and lines[-2:] == ["", ""]
+    move = parse_gtp_vertex(lines[-3].split()[1])
+    assert s.engine.state.board.square[move] == BLACK
+
+
+def test_lz_genmove_analyze_honours_avoid():
+    s = session(visits=30)
+    out = s.reply("lz-genmove_analyze b 1 avoid b a1:t17 1")
+    move = re.search(r"play (\S+)", out).group(1)
+    assert int(move[1:]) >= 18
+    for m in re.findall(r"info move (\S+)", out):
+        assert int(m[1:]) >= 18 or m == "pass"
+
+
+def test_genmove_with_every_move_avoided_answers_pass():
+    s = session(visits=10)
+    out = s.reply("lz-genmove_analyze b 1 avoid b a1:t19 1")
+    assert "play pass\n" in out
+
+
+# ------------------------------------------------------------------ lz-setoption
+def test_setoption_list_matches_the_reference():
+    assert session().reply("lz-setoption") == (
+        "= \n"
+        "option name Maximum Memory Use (MiB) type spin default 2048 min 128 max 131072\n"
+        "option name Percentage of memory for cache type spin default 10 min 1 max 99\n"
+        "option name Visits type spin default 0 min 0 max 1000000000\n"
+        "option name Playouts type spin default 0 min 0 max 1000000000\n"
+        "option name Lagbuffer type spin default 0 min 0 max 3000\n"
+        "option name Resign Percentage type spin default -1 min -1 max 30\n"
+        "option name Pondering type check default true\n\n")
+
+
+def test_setoption_values_and_errors_as_the_binary_answers():
+    # Replies recorded from /usr/games/leelaz 0.17 for the same sequence (pondering on).
+    s = session(ponder=True)
+    script = [
+        ("lz-setoption name visits value 100", "= \n\n"),
+        ("lz-setoption name playouts value 10", "? incorrect value\n\n"),
+        ("lz-setoption name pondering value false", "= \n\n"),
+        ("lz-setoption name playouts value 10", "= \n\n"),
+        ("lz-setoption name pondering value true", "? incorrect value\n\n"),
+        ("lz-setoption name foo value 1", "? Unknown option\n\n"),
+        ("lz-setoption nam", "? incorrect syntax for lz-setoption\n\n"),
+        ("lz-setoption name lagbuffer value 5000", "= \n\n"),
+        ("lz-setoption name resign percentage value 50", "= \n\n"),
+        ("lz-setoption name maximum memory use (mib) value 100", "? incorrect value\n\n"),
+        ("lz-setoption name pondering value maybe", "? incorrect value\n\n"),
+    ]
+    for line, reply in script:
+        assert s.reply(line) == reply, line
+    p = s.engine.search.params
+    assert (p.max_visits, p.max_playouts, p.ponder, p.lagbuffer_cs, p.resign_pct) == (
+        100, 10, False, 5000, 50)
+
+
+def test_setoption_memory_split():
+    s = session()
+    reply = s.reply("lz-setoption name maximum memory use (mib) value 2048")
+    m = re.fullmatch(r"= Setting max tree size to (\d+) MiB and cache size to (\d+) MiB\.\n\n",
+                     reply)
+    assert m
+    tree, cache = int(m.group(1)), int(m.group(2))
+    # The fake network has no weights: the base is LZ's 85 MiB. Usable 1963 MiB =
+    # 2,058,354,688 B; cache 10% = 205,835,468 B (196.3 MiB); tree 1,852,519,220 B (1766.7).
+    # (The binary, whose base also counts its network, says 1765 / 196.)
+    assert (tree, cache) == (1766, 196)
+    assert s.engine.search.params.max_tree_bytes == 1_852_519_220 * 10 // 11
+    reply = s.reply("lz-setoption name percentage of memory for cache value 50")
+    assert reply == "= Setting max tree size to 981 MiB and cache size to 981 MiB.\n\n"
+
+
+def test_setoption_visits_zero_means_unlimited():
+    s = session()
+    s.reply("lz-setoption name visits value 0")
+    assert s.engine.search.params.max_visits == UNLIMITED
+
+
+# ------------------------------------------------------------------ pondering hooks
+def test_genmove_ponders_after_the_reply_until_input():
+    s = session(ponder=True, visits=0)
+    seen = []
+    orig = s.engine.search.ponder
+
+    def spy(state, **kw):
+        seen.append(kw["should_stop"]())
+        return orig(state, **kw)
+
+    s.engine.search.ponder = spy
+    s.engine.feed(["name\n"])
+    s.reply("genmove b")
+    assert seen == [True]
+
+
+def test_place_free_handicap_uses_the_search():
+    s = session(visits=20)
+    reply = s.reply("place_free_handicap 10")
+    stones = reply[2:].split()
+    assert len(stones) == 10 and len(set(stones)) == 10
+    assert s.engine.state.to_move == WHITE
