@@ -5,7 +5,7 @@ Owns: the rules by which Leela Zero 0.17 turns an SGF root and its main line int
 (reference §1.3 loadsgf, §5 dump_supervised, §6.6), checked against the binary:
 - GM other than 1, SZ other than 19 (a missing SZ is 19), a bad point anywhere on the main
   line, a setup stone or a move on a point held by the *other* colour: SgfError (the binary's
-  "cannot load file"). KM that is not a number gives komi 0, as the binary does.
+  "cannot load file"). Komi is 7.5 without KM, and 0 when KM is not a number, as in the binary.
 - Root setup: HA is the handicap; AB stones (or, when HA > 0 and the root has none, the first
   child's AB) are played as black moves, then AW as white moves, a stone already of that
   colour being skipped; PL sets the side to move; the position is then anchored. The clock
@@ -75,7 +75,8 @@ def start_state(game: SgfGame) -> GameState:
     """The anchored start position of a game: root rules, setup stones, side to move, clock."""
     root = game.root
     _check_root(game)
-    state = GameState(komi=_leading_float(root.get("KM")))
+    km = root.get("KM")
+    state = GameState(komi=7.5 if km is None else _leading_float(km))
     clock = _clock(game)
     if clock is not None:
         state.time_control = clock
