@@ -12,11 +12,15 @@ typedef half store_t;
 #define LOAD(p, i) vload_half((i), (p))
 #define STORE(p, i, v) vstore_half((v), (i), (p))
 #define LOAD4(p, i) vload_half4(0, (p) + (i))
+#define STORE4(p, v) vstore_half4((v), 0, (p))
+#define STORE2(p, v) vstore_half2((v), 0, (p))
 #else
 typedef float store_t;
 #define LOAD(p, i) ((p)[(i)])
 #define STORE(p, i, v) ((p)[(i)] = (v))
 #define LOAD4(p, i) vload4(0, (p) + (i))
+#define STORE4(p, v) vstore4((v), 0, (p))
+#define STORE2(p, v) vstore2((v), 0, (p))
 #endif
 
 /* Winograd F(4x4, 3x3) constants (reference notes 4.6), s = sqrt(2). */

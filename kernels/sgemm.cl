@@ -11,6 +11,7 @@
  *   KWG       reduction step held in local memory
  *   MDIMC, NDIMC  work-group shape: local size is (NDIMC, MDIMC, 1)
  *   VWM, VWN  vector width (1, 2 or 4) of the local-memory reads and of the stores
+ *   PREFETCH  1: stage the next tile's global loads in registers during the products
  * Preconditions (asserted by the loader): Kpad % MWG == 0, Ppad % NWG == 0, Cpad % KWG == 0,
  * MWG % (MDIMC * VWM) == 0, NWG % (NDIMC * VWN) == 0, MWG % 4 == 0, NWG % 4 == 0.
  * Global size (Ppad / NWG * NDIMC, Kpad / MWG * MDIMC, 36).
@@ -67,6 +68,51 @@ void sgemm_tn(const int Kpad, const int Ppad, const int Cpad,
         acc[i] = 0.0f;
     }
 
+#if PREFETCH
+    /* The next tile's global loads are issued before this tile's products, into registers,
+     * so their latency overlaps the arithmetic. Needs KWG*MWG/4 and KWG*NWG/4 to be
+     * multiples of NTHREADS (checked by the tuner). */
+#define LA (KWG * MWG / 4 / NTHREADS)
+#define LB (KWG * NWG / 4 / NTHREADS)
+    float4 ra[LA];
+    float4 rb[LB];
+#pragma unroll
+    for (int l = 0; l < LA; l++) {
+        const int e = tid + l * NTHREADS;
+        const int row = e / (MWG / 4);
+        ra[l] = LOAD4(U, row * Kpad + m0 + (e - row * (MWG / 4)) * 4);
+    }
+#pragma unroll
+    for (int l = 0; l < LB; l++) {
+        const int e = tid + l * NTHREADS;
+        const int row = e / (NWG / 4);
+        rb[l] = LOAD4(V, row * Ppad + n0 + (e - row * (NWG / 4)) * 4);
+    }
+    for (int c0 = 0; c0 < Cpad; c0 += KWG) {
+#pragma unroll
+        for (int l = 0; l < LA; l++) {
+            As4[tid + l * NTHREADS] = ra[l];
+        }
+#pragma unroll
+        for (int l = 0; l < LB; l++) {
+            Bs4[tid + l * NTHREADS] = rb[l];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (c0 + KWG < Cpad) {
+#pragma unroll
+            for (int l = 0; l < LA; l++) {
+                const int e = tid + l * NTHREADS;
+                const int row = e / (MWG / 4);
+                ra[l] = LOAD4(U, (c0 + KWG + row) * Kpad + m0 + (e - row * (MWG / 4)) * 4);
+            }
+#pragma unroll
+            for (int l = 0; l < LB; l++) {
+                const int e = tid + l * NTHREADS;
+                const int row = e / (NWG / 4);
+                rb[l] = LOAD4(V, (c0 + KWG + row) * Ppad + n0 + (e - row * (NWG / 4)) * 4);
+            }
+        }
+#else
     for (int c0 = 0; c0 < Cpad; c0 += KWG) {
         for (int e = tid; e < KWG * MWG / 4; e += NTHREADS) {
             const int row = e / (MWG / 4);
@@ -79,6 +125,7 @@ void sgemm_tn(const int Kpad, const int Ppad, const int Cpad,
             Bs4[e] = LOAD4(V, (c0 + row) * Ppad + n0 + col);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 #pragma unroll
         for (int kk = 0; kk < KWG; kk++) {
             float a[MWI];
@@ -110,9 +157,17 @@ void sgemm_tn(const int Kpad, const int Ppad, const int Cpad,
     for (int i = 0; i < MWI; i++) {
         const int m = m0 + ((i / VWM) * MDIMC + tm) * VWM + (i % VWM);
 #pragma unroll
-        for (int j = 0; j < NWI; j++) {
-            const int n = n0 + ((j / VWN) * NDIMC + tn) * VWN + (j % VWN);
-            STORE(M, m * Ppad + n, acc[i * NWI + j]);
+        for (int j = 0; j < NWI / VWN; j++) {
+            const int n = n0 + (j * NDIMC + tn) * VWN;
+            __global store_t* dst = M + m * Ppad + n;
+            const float* r = acc + i * NWI + j * VWN;
+#if VWN == 4
+            STORE4(dst, (float4)(r[0], r[1], r[2], r[3]));
+#elif VWN == 2
+            STORE2(dst, (float2)(r[0], r[1]));
+#else
+            STORE(dst, 0, r[0]);
+#endif
         }
     }
 }

@@ -116,10 +116,12 @@ class OpenCLBackend:
     def __init__(self, weights: NetWeights, gpus: list[int] | None = None,
                  precision: str = "auto", batch_size: int = 8, tune: str = "fast",
                  quiet: bool = False, selfcheck: float = 0.0, selfcheck_tolerance: float = 0.2,
-                 device: cl.Device | None = None, params: GemmParams | None = None):
+                 device: cl.Device | None = None, params: GemmParams | None = None,
+                 host_heads: bool = False):
         if precision not in ("auto", "single", "half"):
             raise ValueError(f"precision must be auto, single or half, not {precision!r}")
         self.weights = weights
+        self.host_heads = host_heads  # 1x1 head convs on the host (to measure the choice)
         self.quiet = quiet
         self.selfcheck = selfcheck
         self.selfcheck_tolerance = selfcheck_tolerance
@@ -272,12 +274,26 @@ class OpenCLBackend:
         for conv, src, dst, residual in self._layer_plan():
             self._conv3(conv, src, dst, batch, residual)
         f = self.weights.filters
+        if self.host_heads:
+            return self._host_heads(batch)
         self.k["head_conv1x1"](self.queue, (round_up(BOARD_SQUARES, 32), batch), (32, 1),
                                self.x_buf, self.head_w, self.head_mean, self.head_scale,
                                self.head_buf, np.int32(f), np.int32(batch))
         heads = np.empty((batch, HEAD_OUTPUTS, BOARD_SQUARES), np.float32)
         cl.enqueue_copy(self.queue, heads, self.head_buf, is_blocking=True)
         return heads
+
+    def _host_heads(self, batch: int) -> np.ndarray:
+        """The heads' 1x1 convs on the host: reads back the whole tower output instead."""
+        w = self.weights
+        x = np.empty((batch, w.filters, BOARD_SQUARES), self.dtype)
+        cl.enqueue_copy(self.queue, x, self.x_buf, is_blocking=True)
+        heads = [w.policy_conv, w.value_conv]
+        weights = np.concatenate([h.weights.reshape(h.outputs, -1) for h in heads])
+        mean = np.concatenate([h.mean for h in heads])[None, :, None]
+        scale = np.concatenate([h.scale for h in heads])[None, :, None]
+        y = np.matmul(weights[None], x.astype(np.float32))
+        return np.maximum(scale * (y - mean), 0.0).astype(np.float32)
 
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch: planes [B, 18, 19, 19] -> (policy_logits [B, 362], value [B])."""

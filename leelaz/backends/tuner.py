@@ -36,10 +36,11 @@ class GemmParams:
     ndimc: int = 8
     vwm: int = 2
     vwn: int = 2
+    pf: int = 0  # PREFETCH: next tile's global loads staged in registers
 
     def defines(self) -> dict[str, int]:
         return {"MWG": self.mwg, "NWG": self.nwg, "KWG": self.kwg, "MDIMC": self.mdimc,
-                "NDIMC": self.ndimc, "VWM": self.vwm, "VWN": self.vwn}
+                "NDIMC": self.ndimc, "VWM": self.vwm, "VWN": self.vwn, "PREFETCH": self.pf}
 
     def valid(self, device: cl.Device) -> bool:
         threads = self.mdimc * self.ndimc
@@ -48,7 +49,9 @@ class GemmParams:
                 and self.mwg % 4 == 0 and self.nwg % 4 == 0
                 and threads <= device.max_work_group_size
                 and local_bytes <= device.local_mem_size
-                and (self.mwg // self.mdimc) * (self.nwg // self.ndimc) <= 128)
+                and (self.mwg // self.mdimc) * (self.nwg // self.ndimc) <= 128
+                and (not self.pf or (self.kwg * self.mwg // 4 % threads == 0
+                                     and self.kwg * self.nwg // 4 % threads == 0)))
 
     def local_size(self) -> tuple[int, int, int]:
         return (self.ndimc, self.mdimc, 1)
@@ -62,20 +65,27 @@ DEFAULT = GemmParams()
 #: The fast set: shapes that cover small and large register tiles and both vector widths.
 FAST = [
     GemmParams(32, 32, 16, 8, 8, 2, 2), GemmParams(32, 32, 16, 8, 8, 1, 1),
-    GemmParams(64, 64, 16, 16, 16, 1, 1), GemmParams(64, 64, 16, 16, 16, 2, 2),
-    GemmParams(64, 64, 16, 8, 8, 2, 2), GemmParams(64, 64, 16, 8, 8, 4, 4),
-    GemmParams(64, 64, 32, 8, 8, 4, 4), GemmParams(128, 64, 16, 16, 8, 4, 4),
-    GemmParams(64, 128, 16, 8, 16, 4, 4), GemmParams(128, 128, 16, 16, 16, 4, 4),
-    GemmParams(128, 128, 8, 16, 16, 4, 4), GemmParams(128, 128, 16, 16, 16, 2, 2),
+    GemmParams(64, 64, 16, 16, 16, 1, 1), GemmParams(64, 64, 16, 8, 8, 2, 2),
+    GemmParams(64, 64, 16, 8, 8, 4, 4), GemmParams(64, 64, 16, 8, 8, 4, 4, 1),
+    GemmParams(64, 64, 32, 8, 8, 4, 4, 1), GemmParams(128, 64, 16, 16, 8, 4, 4),
+    GemmParams(64, 128, 16, 8, 16, 4, 4, 1), GemmParams(128, 128, 16, 16, 16, 4, 4),
+    GemmParams(128, 128, 16, 16, 16, 4, 4, 1), GemmParams(128, 128, 8, 16, 16, 4, 4, 1),
+    GemmParams(128, 128, 16, 16, 16, 2, 2, 1), GemmParams(128, 128, 32, 16, 16, 4, 4, 1),
     GemmParams(32, 64, 16, 8, 16, 2, 2), GemmParams(64, 32, 16, 16, 8, 2, 2),
 ]
 
 
 def full_candidates() -> list[GemmParams]:
-    """Every combination of the grid; invalid ones are filtered per device later."""
-    grid = itertools.product((16, 32, 64, 128), (16, 32, 64, 128), (8, 16, 32), (4, 8, 16, 32),
-                             (4, 8, 16, 32), (1, 2, 4), (1, 2, 4))
-    return [GemmParams(*g) for g in grid]
+    """The grid of --full-tuner: 64..256 threads, 4..64 outputs a thread, both load schemes."""
+    grid = itertools.product((32, 64, 128), (32, 64, 128), (8, 16, 32), (8, 16), (8, 16),
+                             (1, 2, 4), (1, 2, 4), (0, 1))
+    found = []
+    for g in grid:
+        p = GemmParams(*g)
+        threads, outputs = p.mdimc * p.ndimc, (p.mwg // p.mdimc) * (p.nwg // p.ndimc)
+        if 64 <= threads <= 256 and 4 <= outputs <= 64:
+            found.append(p)
+    return found
 
 
 def cache_path() -> Path:
@@ -193,12 +203,15 @@ def tune(ctx: cl.Context, queue: cl.CommandQueue, half: bool, k: int, c: int, ba
         log(f"Started OpenCL SGEMM tuner ({mode}, {len(candidates)} candidates, "
             f"k={k} c={c} batch={batch}).")
     problem = _Problem(ctx, queue, half, k, c, batch, pad=128)
-    repeats = max(1, min(20, int(2e8 // (36 * k * c * batch * 25 * 2 + 1)) + 1))
+    repeats = max(3, min(50, int(2e10 // (36 * k * c * batch * 25 * 2 + 1))))
     timed = []
+    verbose = log is not None and os.environ.get("LEELAZ_TUNER_VERBOSE")
     for params in candidates:
         seconds = problem.run(ctx, params, repeats)
         if np.isfinite(seconds):
             timed.append((seconds, params))
+        if verbose:
+            log(f"  {params.key()}: {seconds * 1e6:.0f} us")
     if not timed:
         if log:
             log("SGEMM tuner: no candidate worked; using the defaults.")

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (the device tool): NVIDIA OpenCL set-up, the OpenCL tests, our
+# evals/s table, and C++ Leela Zero 0.17 --benchmark on the same random networks.
+#
+#   bash scripts/bench_gpu.sh [STAGES]     STAGES from: test ours lz  (default: all three)
+#
+# Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (scripts/
+# pack_reference_gpu.sh) carried. Nets are generated here with scripts/make_random_weights.py
+# (seeded: the same bytes every time). Env: NETS ("10x128 20x256 40x256"), BATCHES,
+# SECONDS_PER (timing per batch size), LZ_RUNS (NET:ARGS;...), BUDGET (seconds for the whole
+# script; stages that would start too late are skipped). Results go to $OUT.
+set -u
+STAGES=${*:-test ours lz}
+OUT=${OUT:-/tmp/bench-out}; mkdir -p "$OUT"
+NETS=${NETS:-"10x128 20x256 40x256"}
+BATCHES=${BATCHES:-"1 2 4 8 16 32 64 128 256"}
+SECONDS_PER=${SECONDS_PER:-0.6}
+BUDGET=${BUDGET:-520}
+LZ_RUNS=${LZ_RUNS:-"20x256:;20x256:-t 32 --batchsize 16;10x128:-t 32 --batchsize 16;40x256:"}
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
+export OCL_ICD_VENDORS=/tmp/icd
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/pyopencl-*.whl .whl/pytools-*.whl .whl/platformdirs-*.whl \
+  .whl/siphash24-*.whl .whl/typing_extensions-*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD
+left() { echo $((BUDGET - SECONDS)); }
+
+W=/tmp/nets; mkdir -p $W
+for n in $NETS; do
+  [ -f $W/$n.txt ] || python3 scripts/make_random_weights.py --blocks ${n%x*} --filters ${n#*x} \
+    -o $W/$n.txt &
+done
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=csv | tee $OUT/gpu.txt
+python3 -c "import pyopencl as cl
+for p in cl.get_platforms():
+    for d in p.get_devices(): print(p.name, '|', d.name, '|', d.version, '| CUs', d.max_compute_units, '| MHz', d.max_clock_frequency, '| fp16', 'cl_khr_fp16' in d.extensions)" | tee -a $OUT/gpu.txt
+
+if [[ " $STAGES " == *" test "* ]]; then
+  echo "== tests ($(left) s left)"
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_opencl_backend.py 2>&1 \
+    | tail -15 | tee $OUT/tests.txt
+fi
+wait  # the networks
+ls -la $W
+
+if [[ " $STAGES " == *" ours "* ]]; then
+  echo "== ours ($(left) s left)"
+  for n in $NETS; do
+    [ "$(left)" -gt 60 ] || { echo "skipped $n: out of time"; continue; }
+    LEELAZ_TUNER_VERBOSE=${VERBOSE:-1} timeout $(( $(left) - 40 )) python3 scripts/bench_opencl.py \
+      -w $W/$n.txt --batches $BATCHES --seconds $SECONDS_PER --json $OUT/ours-$n.json \
+      ${OURS_ARGS:-} 2>&1 | tee -a $OUT/ours.txt
+  done
+  cp ~/.local/share/leelaz/opencl_tuning.json $OUT/ 2>/dev/null
+fi
+
+if [[ " $STAGES " == *" lz "* ]]; then
+  echo "== reference ($(left) s left)"
+  export HOME=/tmp/lzhome; mkdir -p $HOME/.local/share/leela-zero
+  [ -f .lzpack/leelaz_opencl_tuning ] && cp .lzpack/leelaz_opencl_tuning $HOME/.local/share/leela-zero/
+  IFS=';' read -ra runs <<< "$LZ_RUNS"
+  for run in "${runs[@]}"; do
+    n=${run%%:*}; args=${run#*:}
+    [ "$(left)" -gt 30 ] || { echo "skipped lz $n $args: out of time"; continue; }
+    echo "-- lz $n $args" | tee -a $OUT/lz.txt
+    LD_LIBRARY_PATH=$PWD/.lzpack/lib timeout $(( $(left) - 10 )) .lzpack/leelaz --benchmark \
+      -w $W/$n.txt $args > /tmp/lz.log 2>&1
+    grep -iE "n/s|precision|tuner|Device name|error|mismatch|fp16|fp32|batch" /tmp/lz.log \
+      | tail -12 | tee -a $OUT/lz.txt
+  done
+  cp $HOME/.local/share/leela-zero/leelaz_opencl_tuning $OUT/ 2>/dev/null
+fi
+echo "== done in $SECONDS s"
