@@ -330,3 +330,47 @@ def test_params_are_replaceable_between_searches():
     search.params = dataclasses.replace(search.params, max_visits=60)
     search.reset()
     assert search.think(GameState(), BLACK, time_limit_cs=100000).root_visits == 60
+
+
+# ------------------------------------------------------------------ random play (-m)
+def test_random_moves_sample_by_visits_only_early():
+    def chosen(seed, random_count, temp=10.0):
+        search, _ = make_search(HashEvaluator(), seed=seed, max_visits=150,
+                                random_count=random_count, random_temp=temp)
+        result = search.think(GameState(), BLACK, time_limit_cs=100000)
+        most = max(result.children, key=lambda c: c.visits)
+        return result.move, result.children, most
+
+    picks = set()
+    for seed in range(8):
+        move, children, most = chosen(seed, random_count=1)
+        visits = {c.move: c.visits for c in children}
+        assert visits[move] > 1  # only moves above --randomvisits are ever sampled
+        picks.add(move)
+    assert len(picks) > 1  # the hot temperature spreads the choice
+    # Move number 0 is not below -m 0: the best move is played, whatever the seed.
+    assert len({chosen(seed, random_count=0)[0] for seed in range(4)}) == 1
+
+
+# ------------------------------------------------------------------ the clock
+def test_budget_comes_from_the_clock_and_the_search_is_charged():
+    from leelaz.game.timecontrol import TimeControl
+
+    now = [1000.0]
+    state = GameState()
+    state.time_control = TimeControl(main_cs=60 * 100, clock=lambda: now[0])
+    # With --timemanage off, 72 + 60 moves are expected: (6000 - 100) / 132 = 44 cs.
+    assert state.time_control.max_time_for_move(0, BLACK, timemanage=False) == 44
+
+    class SlowFake(FakeEvaluator):
+        def evaluate(self, states, symmetry=None):
+            now[0] += 0.1  # each batch costs 10 cs of (fake) clock time
+            return super().evaluate(states, symmetry)
+
+    ev = SlowFake()
+    search, lines = make_search(ev)
+    result = search.think(state, BLACK)
+    assert "Thinking at most 0.4 seconds...\n" in lines
+    assert result.playouts > 0
+    assert state.time_control.remaining_cs[BLACK] == 6000 - 10 * ev.calls  # charged
+    assert state.time_control.remaining_cs[WHITE] == 6000

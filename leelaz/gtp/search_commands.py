@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from leelaz.config import resolve_threads
 from leelaz.game.coords import BLACK, PASS, RESIGN, gtp_vertex, parse_color
 from leelaz.gtp.analysis import PARSE_ERROR, AnalyzeTags, format_info_line, parse_analyze_tags
 from leelaz.gtp.protocol import Command, GtpError
@@ -44,9 +45,15 @@ SETOPTION_LIST = (
 
 
 def params_from_config(cfg, batch_size: int | None = None) -> SearchParams:
-    """SearchParams from the command-line settings (EngineConfig)."""
+    """SearchParams from the command-line settings (EngineConfig); the batch size (leaves
+    per evaluate call) defaults to LZ's thread count."""
     if batch_size is None:
-        batch_size = cfg.batchsize if getattr(cfg, "batchsize", 0) else 8
+        # LZ runs `threads` playouts at once (each thread, or each slot of a GPU batch);
+        # collecting that many leaves per evaluate call is the equivalent.
+        try:
+            batch_size = resolve_threads(cfg)[0]
+        except ValueError:
+            batch_size = 1
     return SearchParams(
         max_playouts=cfg.playouts or UNLIMITED, max_visits=cfg.visits or UNLIMITED,
         timemanage=cfg.timemanage, lagbuffer_cs=cfg.lagbuffer, noise=cfg.noise,

@@ -37,6 +37,10 @@ from leelaz.search.result import SearchResult
 CHILD_BYTES = 8
 NODE_BYTES = 64
 
+#: While pondering, a batch should not take longer than this, so that a new input line is
+#: answered promptly (GUIs stop analysis by sending any command).
+PONDER_BATCH_SECONDS = 0.03
+
 _LEAF, _VALUE, _NOVALUE, _COLLISION = range(4)
 
 
@@ -119,6 +123,7 @@ class UCTSearch:
         self.last_result: SearchResult | None = None
         self.explanation = ""  # gomill-explain_last_move text
         self._restrictions: MoveRestrictions | None = None
+        self._leaf_seconds = 0.0  # running mean of evaluation time per leaf (ponder batches)
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -234,7 +239,12 @@ class UCTSearch:
         mode = p.effective_timemanage()
         while True:
             left = min(playouts_cap - self.playouts, visits_cap - root.visits)
-            self._run_batch(root_state, max(1, min(batch, left)))
+            size = min(batch, left)
+            if pondering and self._leaf_seconds > 0:
+                # Stay responsive: a ponder batch should take at most PONDER_BATCH_SECONDS,
+                # since input is only noticed between batches.
+                size = min(size, int(PONDER_BATCH_SECONDS / self._leaf_seconds))
+            self._run_batch(root_state, max(1, size))
             elapsed_cs = int((time.monotonic() - start) * 100)
             if interval_cs and on_progress and elapsed_cs - last_output > interval_cs:
                 last_output = elapsed_cs
@@ -280,7 +290,11 @@ class UCTSearch:
                 break
         if not leaves:
             return
+        began = time.monotonic()
         evals = self.evaluator.evaluate([st for _, st in leaves])
+        per_leaf = (time.monotonic() - began) / len(leaves)
+        self._leaf_seconds = per_leaf if not self._leaf_seconds else \
+            0.8 * self._leaf_seconds + 0.2 * per_leaf
         for (path, st), ev in zip(leaves, evals):
             value = self._expand(path[-1], st, ev)
             _backup(path, value, vl)
