@@ -8,7 +8,7 @@
 # pack_reference_gpu.sh) carried. Nets are generated here with scripts/make_random_weights.py
 # (seeded: the same bytes every time). Env: NETS ("10x128 20x256 40x256"), BATCHES,
 # SECONDS_PER (timing per batch size), LZ_RUNS (NET:ARGS;...), BUDGET (seconds for the whole
-# script; stages that would start too late are skipped). Results go to $OUT.
+# script; stages that would start too late are skipped), OURS_UNTIL, OURS_ARGS. Results: $OUT.
 set -u
 STAGES=${*:-test ours lz}
 OUT=${OUT:-/tmp/bench-out}; mkdir -p "$OUT"
@@ -16,6 +16,7 @@ NETS=${NETS:-"10x128 20x256 40x256"}
 BATCHES=${BATCHES:-"1 2 4 8 16 32 64 128 256"}
 SECONDS_PER=${SECONDS_PER:-0.6}
 BUDGET=${BUDGET:-520}
+OURS_UNTIL=${OURS_UNTIL:-$BUDGET}  # elapsed second by which our benchmark must end
 LZ_RUNS=${LZ_RUNS:-"20x256:;20x256:-t 32 --batchsize 16;10x128:-t 32 --batchsize 16;40x256:"}
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
@@ -47,9 +48,10 @@ ls -la $W
 if [[ " $STAGES " == *" ours "* ]]; then
   echo "== ours ($(left) s left)"
   for n in $NETS; do
-    [ "$(left)" -gt 60 ] || { echo "skipped $n: out of time"; continue; }
-    LEELAZ_TUNER_VERBOSE=${VERBOSE:-1} timeout $(( $(left) - 40 )) python3 scripts/bench_opencl.py \
-      -w $W/$n.txt --batches $BATCHES --seconds $SECONDS_PER --json $OUT/ours-$n.json \
+    until=$(( OURS_UNTIL - SECONDS ))
+    [ "$until" -gt 30 ] || { echo "skipped $n: out of time"; continue; }
+    LEELAZ_TUNER_VERBOSE=${VERBOSE:-1} timeout $until python3 scripts/bench_opencl.py \
+      -w $W/$n.txt --batches $BATCHES --seconds $SECONDS_PER \
       ${OURS_ARGS:-} 2>&1 | tee -a $OUT/ours.txt
   done
   cp ~/.local/share/leelaz/opencl_tuning.json $OUT/ 2>/dev/null
