@@ -1,0 +1,190 @@
+"""Network.evaluate: symmetries, averaging, version-2 flip, batching and the cache (doc 3.9, 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import make_random_weights as mrw
+from leelaz.backends.numpy_backend import NumpyBackend
+from leelaz.backends.weights import load_weights
+from leelaz.game.coords import BLACK, PASS, WHITE, parse_gtp_vertex
+from leelaz.game.state import GameState
+from leelaz.nn.cache import NNCache
+from leelaz.nn.network import Network
+from leelaz.nn.symmetry import INVERSE, SYMMETRY_TABLE, symmetric_xy, symmetry_hash
+
+MOVES = ["D4", "Q16", "C17", "R3", "K10", "F3"]
+
+
+class CountingBackend:
+    """Wraps a backend and records the batch size of every forward call."""
+
+    name = "counting"
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls: list[int] = []
+
+    def forward(self, planes):
+        self.calls.append(planes.shape[0])
+        return self.inner.forward(planes)
+
+
+@pytest.fixture(scope="module")
+def weights(random_weights):
+    return load_weights(random_weights(1, 16, seed=21))
+
+
+def make_net(weights, **options):
+    return Network(weights, CountingBackend(NumpyBackend(weights, threads=1)), seed=5, **options)
+
+
+def game(moves=MOVES, s=None):
+    g = GameState()
+    for i, text in enumerate(moves):
+        v = parse_gtp_vertex(text)
+        if s is not None:
+            x, y = symmetric_xy(v % 21 - 1, v // 21 - 1, s)
+            v = (y + 1) * 21 + x + 1
+        g.play(BLACK if i % 2 == 0 else WHITE, v)
+    return g
+
+
+def test_outputs_are_probabilities(weights):
+    ev = make_net(weights).evaluate([game()], symmetry=0)[0]
+    assert ev.policy.dtype == np.float32 and ev.policy.shape == (362,)
+    assert abs(float(ev.policy.sum()) - 1) < 1e-5 and ev.policy.min() > 0
+    assert 0 < ev.winrate < 1
+
+
+@pytest.mark.parametrize("s", range(8))
+def test_symmetry_s_equals_identity_on_the_mirrored_game(weights, s):
+    """Under symmetry s the net sees exactly the mirrored game's identity input (doc 4.5)."""
+    net = make_net(weights)
+    a = net.evaluate([game()], symmetry=s, read_cache=False)[0]
+    # game(s=t) puts the stone of point i on T_t(i); the net under s reads point T_s(i) at i.
+    b = net.evaluate([game(s=INVERSE[s])], symmetry=0, read_cache=False)[0]
+    np.testing.assert_allclose(a.policy[SYMMETRY_TABLE[s]], b.policy[:361], rtol=1e-5)
+    assert a.policy[361] == pytest.approx(b.policy[361], rel=1e-5)
+    assert a.winrate == pytest.approx(b.winrate, abs=1e-6)
+
+
+def test_average_is_the_mean_of_the_eight(weights):
+    net = make_net(weights)
+    singles = [net.evaluate([game()], symmetry=s, read_cache=False)[0] for s in range(8)]
+    net.backend.calls.clear()
+    avg = net.evaluate([game()], symmetry="average", read_cache=False)[0]
+    assert net.backend.calls == [8]
+    np.testing.assert_allclose(avg.policy, np.mean([e.policy for e in singles], axis=0),
+                               rtol=1e-5)
+    assert avg.winrate == pytest.approx(np.mean([e.winrate for e in singles]), abs=1e-6)
+
+
+def test_one_forward_per_batch_and_cache_hits(weights):
+    net = make_net(weights)
+    states = [game(MOVES[:n]) for n in range(1, 6)]
+    first = net.evaluate(states)
+    assert net.backend.calls == [5]
+    again = net.evaluate(states + [game(MOVES)])
+    assert net.backend.calls == [5, 1]  # only the new position reached the backend
+    for a, b in zip(first, again):
+        assert a is b
+    net.evaluate(states, symmetry=0, read_cache=False)
+    assert net.backend.calls == [5, 1, 5]
+
+
+def test_cache_key_ignores_history_and_passes_change_it(weights):
+    net = make_net(weights)
+    a = game(["D4", "Q16", "C5"])
+    b = game(["C5", "Q16", "D4"])  # same stones, other history
+    net.evaluate([a])
+    net.evaluate([b])
+    assert net.backend.calls == [1]
+    c = game(["D4", "Q16", "C5"])  # not self-symmetric: no symmetric hit (no pass term)
+    c.play(WHITE, PASS)
+    c.play(BLACK, PASS)
+    net.evaluate([c])
+    assert net.backend.calls == [1, 1]
+
+
+def test_symmetric_lookup_in_the_opening(weights):
+    original = game()
+    for s in (1, 4, 6):
+        net = make_net(weights)
+        ev = net.evaluate([original], symmetry=3)[0]
+        mirror = game(s=s)
+        assert any(symmetry_hash(mirror.board, t) == original.board.hash for t in range(1, 8))
+        hit = net.evaluate([mirror])[0]
+        assert net.backend.calls == [1]
+        fresh = net.evaluate([mirror], symmetry="average", read_cache=False)[0]
+        # The hit is the original's evaluation moved onto the mirror's points: stones agree.
+        assert hit.winrate == ev.winrate
+        assert sorted(hit.policy) == pytest.approx(sorted(ev.policy))
+        differ = [i for i in range(361) if fresh.policy[i] != hit.policy[i]]
+        assert differ  # a random net is not symmetric: the hit is not a fresh evaluation
+    # Off when asked (-n, -m), and past move 30.
+    net2 = make_net(weights, symmetric_lookups=False)
+    net2.evaluate([original])
+    net2.evaluate([game(s=1)])
+    assert net2.backend.calls == [1, 1]
+
+
+def test_symmetric_lookup_only_before_move_30(weights):
+    moves = [f"{c}{r}" for c in "ABCDEFGH" for r in (1, 3, 5, 7)][:30]
+    net = make_net(weights)
+    net.evaluate([game(moves)])
+    net.evaluate([game(moves, s=1)])
+    assert net.backend.calls == [1, 1]
+    net.evaluate([game(moves[:29])])
+    net.evaluate([game(moves[:29], s=1)])
+    assert net.backend.calls == [1, 1, 1]
+
+
+def test_version_2_value_is_blacks(tmp_path):
+    tensors = mrw.random_tensors(1, 8, 4)
+    paths = []
+    for version in (1, 2):
+        paths.append(str(tmp_path / f"v{version}.txt"))
+        mrw.write_weights(paths[-1], tensors, version)
+    v1, v2 = (Network.from_file(p, backend_options={"threads": 1}) for p in paths)
+    black_to_move, white_to_move = game(MOVES[:2]), game(MOVES[:3])
+    for state, flipped in ((black_to_move, False), (white_to_move, True)):
+        a = v1.evaluate([state], symmetry=0)[0]
+        b = v2.evaluate([state], symmetry=0)[0]
+        want = 1 - a.winrate if flipped else a.winrate
+        assert b.winrate == pytest.approx(want, abs=1e-6)
+        np.testing.assert_array_equal(a.policy, b.policy)
+
+
+def test_random_symmetry_is_seeded_and_varies(weights):
+    runs = []
+    for _ in range(2):
+        net = make_net(weights)
+        runs.append([net.evaluate([game()], read_cache=False)[0].winrate for _ in range(12)])
+    assert runs[0] == runs[1]
+    assert len(set(runs[0])) > 1
+
+
+def test_bad_symmetry(weights):
+    with pytest.raises(ValueError):
+        make_net(weights).evaluate([game()], symmetry=8)
+
+
+def test_cache_is_fifo_and_bounded():
+    cache = NNCache(3)
+    for k in range(5):
+        cache.insert(k, f"v{k}")
+    assert len(cache) == 3 and cache.lookup(0) is None and cache.lookup(1) is None
+    cache.lookup(2)  # a look-up does not refresh
+    cache.insert(2, "other")  # nor does inserting a present key
+    assert cache.lookup(2) == "v2"
+    cache.insert(9, "v9")
+    assert cache.lookup(2) is None and cache.lookup(9) == "v9"
+    assert cache.estimated_bytes() == 3 * 1468
+    cache.resize(1)
+    assert len(cache) == 1 and cache.lookup(9) == "v9"
+    cache.set_size_from_playouts(100, 0)
+    assert cache.size == 6000
+    cache.set_size_from_playouts(0, 0)
+    assert cache.size == 150000
