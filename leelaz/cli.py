@@ -299,5 +299,13 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (`leelaz`, `python -m leelaz`)."""
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")
-    code = run(sys.argv[1:] if argv is None else list(argv))
+    try:
+        code = run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        code = 130
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        # The client closed our stdout: don't let the interpreter's final flush complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(code)

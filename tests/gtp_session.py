@@ -81,7 +81,8 @@ class Session:
 class LzProcess:
     """The C++ Leela Zero 0.17 binary, one process for many commands."""
 
-    MARKER = "protocol_version"
+    MARKER = "918273645 protocol_version"
+    MARKER_REPLY = "=918273645 2\n\n"
 
     def __init__(self, binary: str, weights: str, extra: tuple[str, ...] = ()):
         args = [binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", weights, *extra]
@@ -90,7 +91,7 @@ class LzProcess:
         self._err: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._drain_err, daemon=True).start()
         self._stdout = self.proc.stdout
-        self.ask_err(self.MARKER, r"Setting max tree size[^\n]*\n")  # drop start-up lines
+        self.ask_err("protocol_version", r"Setting max tree size[^\n]*\n")  # drop start-up lines
 
     def _drain_err(self) -> None:
         for chunk in iter(lambda: os.read(self.proc.stderr.fileno(), 65536), b""):
@@ -104,21 +105,20 @@ class LzProcess:
             except queue.Empty:
                 return b"".join(parts).decode("utf-8", "replace")
 
-    def _read_reply(self) -> str:
-        lines = []
-        while True:
-            line = self._stdout.readline()
-            if not line:
-                raise EOFError("leelaz exited: " + self._take_err())
-            lines.append(line.decode("utf-8", "replace"))
-            if line == b"\n" and len(lines) > 1:
-                return "".join(lines)
-
     def ask(self, line: str) -> str:
-        """Send one command and return its reply (`= ...\\n\\n`)."""
-        self.proc.stdin.write((line + "\n").encode())
+        """Send one command and return its reply exactly as sent, extra blank lines included
+        (printsgf and time_left send more than one): a marker command with a unique id
+        follows, and everything before the marker's reply belongs to the command."""
+        self.proc.stdin.write((line + "\n" + self.MARKER + "\n").encode())
         self.proc.stdin.flush()
-        return self._read_reply()
+        end = self.MARKER_REPLY.encode()
+        data = b""
+        while not data.endswith(end):
+            chunk = self._stdout.readline()
+            if not chunk:
+                raise EOFError("leelaz exited: " + self._take_err())
+            data += chunk
+        return data[:-len(end)].decode("utf-8", "replace")
 
     def ask_err(self, line: str, until: str) -> tuple[str, str]:
         """Send one command; (its reply, the stderr it wrote), reading stderr until the

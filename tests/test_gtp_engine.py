@@ -185,12 +185,13 @@ def test_set_free_handicap_sends_exactly_one_reply():  # LZ-DIFF: LZ sends one p
 
 
 def test_fixed_handicap_lists_every_stone():
-    # LZ: `play w a1` then `fixed_handicap 2` -> `A1 D4 Q16`, and last_move is black D4... no:
-    # the history is anchored, so there is no previous move.
+    # LZ: `play w a1` then `fixed_handicap 2` -> `A1 D4 Q16`; the pattern is played Q16, D4,
+    # and the last stone is still the last move after anchoring.
     s = Session()
     s.ask("play w a1")
     assert s.reply("fixed_handicap 2") == "= A1 D4 Q16\n\n"
-    assert s.reply("last_move") == "? no previous move known\n\n"
+    assert s.reply("last_move") == "= black D4\n\n"
+    assert s.reply("move_history") == "= \n\n"
     assert s.reply("fixed_handicap 2") == "? board not empty\n\n"  # LZ-DIFF: LZ aborts
 
 

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from leelaz import GTP_VERSION
-from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, PASS, RESIGN, WHITE, color_name,
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE, color_name,
                                 gtp_vertex, parse_color, parse_gtp_vertex, xy)
 from leelaz.gtp.protocol import Command, GtpError
 
@@ -126,6 +126,9 @@ class BoardCommands:
 
     def __init__(self, engine):
         self.engine = engine
+        # (position, handicap) right after a handicap command: Leela Zero's printsgf scores
+        # the snapshot of that position, taken before the handicap was recorded (see _result).
+        self._handicap_snapshot: tuple[object, int] | None = None
 
     @property
     def state(self):
@@ -196,7 +199,7 @@ class BoardCommands:
 
     def last_move(self, cmd):
         state = self.state
-        if state.move_num == 0:
+        if state.last_move == NO_VERTEX:  # survives anchoring: handicap stones count, as in LZ
             raise GtpError("no previous move known")
         return f"{color_name(1 - state.to_move)} {gtp_vertex(state.last_move)}"
 
@@ -265,10 +268,12 @@ class BoardCommands:
         n = leading_int(cmd.args[0]) if cmd.args else None
         if n is None or not handicap.fixed_pattern(n):
             raise GtpError(BAD_HANDICAP)
+        before = self.state.handicap
         try:
             handicap.place_fixed_handicap(self.state, n)
         except ValueError:
             raise GtpError("board not empty") from None  # LZ-DIFF: LZ aborts
+        self._handicap_snapshot = (self.state.board, before)
         return stone_list(self.state.board)
 
     def place_free_handicap(self, cmd):
@@ -283,6 +288,10 @@ class BoardCommands:
             handicap.place_free_handicap(trial, n, chooser)
         except ValueError:
             raise GtpError("board not empty") from None  # LZ-DIFF: LZ aborts
+        # LZ anchors twice: after the fixed part (recording its count), then at the end.
+        first = min(handicap.MAX_FIXED, n)
+        snap = first if handicap.fixed_pattern(first) else self.state.handicap
+        self._handicap_snapshot = (trial.board, snap)
         self.engine.state = trial
         return stone_list(trial.board)
 
@@ -297,9 +306,12 @@ class BoardCommands:
                 raise GtpError(ILLEGAL)
             trial.play(BLACK, v)
         state = self.state
+        before = state.handicap
         for v in vertices:
             state.play(BLACK, v)
         state.handicap += len(vertices)
+        if vertices:  # LZ counts each stone after playing it: the last snapshot lacks one
+            self._handicap_snapshot = (state.board, before + len(vertices) - 1)
         return stone_list(state.board)
 
     # -- SGF
@@ -337,7 +349,22 @@ class BoardCommands:
         if not cfg.seed_given and cfg.seed is not None:
             options += f" --seed {cfg.seed}"
         return sgf_from_state(self.state, weights_path=self._weights_path(), options=options,
-                              date=time.strftime("%Y-%m-%d"))
+                              result=self._result(), date=time.strftime("%Y-%m-%d"))
+
+    def _result(self) -> str | None:
+        """RE when Leela Zero's quirk applies, else None (the default result).
+
+        Leela Zero scores the last history snapshot, and its handicap commands record the
+        handicap only after that snapshot was taken; so until the next move (or again after
+        undoing back to it) RE counts the handicap from before the command
+        (fixed_handicap 2 on an empty board: RE[B+353.5] while final_score says B+351.5).
+        """
+        snap = self._handicap_snapshot
+        state = self.state
+        if snap is None or snap[0] is not state.board or state.resigned is not None:
+            return None
+        from leelaz.game.sgf import result_text
+        return result_text(state.board.area_score(state.komi + snap[1]))
 
     def _weights_path(self) -> str:
         return self.engine.config.weights or getattr(self.engine, "weights_path", None) or ""

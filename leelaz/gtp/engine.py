@@ -41,6 +41,7 @@ the search can drop its tree and training can drop its buffer.
 from __future__ import annotations
 
 import collections
+import os
 import sys
 import threading
 import traceback
@@ -208,12 +209,36 @@ class GtpEngine:
         return self._queue.wait(timeout)
 
     def start_reader(self, inp) -> threading.Thread:
-        """Start the daemon thread that moves lines from inp (text or binary) to the queue."""
-        source = getattr(inp, "buffer", inp)
-        thread = threading.Thread(target=self._read_lines, args=(source,),
-                                  name="gtp-reader", daemon=True)
+        """Start the daemon thread that moves lines from inp (text or binary) to the queue.
+
+        A stream with a file descriptor (stdin, a pipe) is read with os.read on the
+        descriptor: a daemon thread blocked inside a buffered file object holds its lock,
+        and the interpreter aborts at exit when it cannot take that lock.
+        """
+        fd = _fileno(inp)
+        target, arg = (self._read_fd, fd) if fd is not None else \
+            (self._read_lines, getattr(inp, "buffer", inp))
+        thread = threading.Thread(target=target, args=(arg,), name="gtp-reader", daemon=True)
         thread.start()
         return thread
+
+    def _read_fd(self, fd: int) -> None:
+        pending = b""
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    self._queue.put(_decode(line + b"\n"))
+        except (OSError, ValueError):
+            pass
+        finally:
+            if pending:
+                self._queue.put(_decode(pending))
+            self._queue.put(None)
 
     def _read_lines(self, source) -> None:
         try:
@@ -293,6 +318,13 @@ class GtpEngine:
                 raise
             except Exception:
                 _write(self.err, traceback.format_exc())
+
+
+def _fileno(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):  # StringIO and friends
+        return None
 
 
 def _is_binary(source) -> bool:
