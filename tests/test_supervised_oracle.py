@@ -30,6 +30,7 @@ from leelaz.training.records import format_fields, one_hot
 EDGE_CASES = FIXTURES / "supervised_edge_cases.sgf"
 #: Games per kind of tygem result: R resignation, S score, T time, F forfeit.
 TYGEM_PICK = {"R": 6, "S": 6, "T": 4, "F": 4}
+_TYGEM_KINDS = sum(TYGEM_PICK.values())
 #: What Leela Zero keeps of the edge cases (checked against the binary when this was written;
 #: the test below checks it again through the records).
 EDGE_KEPT = {"handicap", "setup-pl", "setup-no-pl", "pl-white", "passes", "tygem-time",
@@ -254,3 +255,20 @@ def test_gtp_dump_supervised_replies_after_the_chunks(tmp_path):
     assert "Mainline move not found" in stderr and "Total games in file: 31" in stderr
     assert sorted(os.listdir(tmp_path)) == ["Games.sgf", "Out.0.gz"]
     assert len(chunk_parser.parse_chunk(str(tmp_path / "Out.0.gz"))) == 60
+
+
+def test_fast_records_equal_the_gamestate_path(oracle):
+    """one_game (vectorised planes from the loader's boards) writes exactly what the
+    position-by-position path through GameState and input_planes writes."""
+    from leelaz.game.sgf import parse_game
+    compared = 0
+    for text in oracle["games"][:4] + oracle["games"][len(_TYGEM_KINDS):]:
+        game = parse_game(text)
+        try:
+            fast, n = supervised.one_game(game)
+        except supervised.SkipGame:
+            continue
+        winner = supervised.lz_winner(game.root.get("RE"))
+        assert supervised.game_text(game, winner) == (fast, n)
+        compared += 1
+    assert compared == 4 + len(EDGE_KEPT)

@@ -109,6 +109,52 @@ def format_fields(planes: np.ndarray, to_move: int, probabilities: np.ndarray,
     return "\n".join(lines) + "\n"
 
 
+def format_plane_lines(planes: np.ndarray) -> list[list[str]]:
+    """Plane lines of many positions at once: planes uint8 [T, >=16, 361] -> T lists of 16
+    lines. Hot path (one packbits and one hex() for the whole batch)."""
+    planes = np.asarray(planes)
+    count = planes.shape[0]
+    head = np.packbits(planes[:, :RECORD_PLANES, :NUM_INTERSECTIONS - 1] != 0, axis=2)
+    digits = head.tobytes().hex()
+    last = (planes[:, :RECORD_PLANES, NUM_INTERSECTIONS - 1] != 0).tolist()
+    width = PLANE_CHARS - 1
+    out = []
+    pos = 0
+    for t in range(count):
+        lines = []
+        for p in range(RECORD_PLANES):
+            lines.append(digits[pos:pos + width] + ("1" if last[t][p] else "0"))
+            pos += width
+        out.append(lines)
+    return out
+
+
+_ONE_HOT_TEXT: dict[int, str] = {}
+
+
+def one_hot_text(slot: int) -> str:
+    """Line 18 of a supervised record: `1` at the played move's slot, `0` elsewhere."""
+    text = _ONE_HOT_TEXT.get(slot)
+    if text is None:
+        words = ["0"] * POTENTIAL_MOVES
+        words[slot] = "1"
+        text = _ONE_HOT_TEXT[slot] = " ".join(words)
+    return text
+
+
+def format_one_hot_records(planes: np.ndarray, to_move, slots, outcomes) -> str:
+    """The records of many positions whose probabilities are one-hot (supervised data):
+    planes uint8 [T, >=16, 361], to_move/slots/outcomes of length T. Same text as format_fields
+    with one_hot(slot), much faster. Hot path."""
+    parts = []
+    for lines, stm, slot, z in zip(format_plane_lines(planes), to_move, slots, outcomes):
+        lines.append("1" if stm == WHITE else "0")
+        lines.append(one_hot_text(int(slot)))
+        lines.append("1" if z == 1 else "-1")
+        parts.append("\n".join(lines))
+    return "".join(p + "\n" for p in parts)
+
+
 def one_hot(slot: int) -> np.ndarray:
     """The probability vector of a played move (supervised data): 1 at its policy slot."""
     probs = np.zeros(POTENTIAL_MOVES, dtype=np.float32)

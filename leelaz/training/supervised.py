@@ -45,7 +45,7 @@ from leelaz.game.coords import ALL_VERTICES, BLACK, EMPTY, NUM_VERTICES, PASS, W
 from leelaz.game.sgf import (SgfError, SgfGame, iter_file_games, parse_game, read_text,
                              split_games)
 from leelaz.training.chunks import GAMES_PER_CHUNK, ChunkWriter
-from leelaz.training.records import format_fields, one_hot, outcome_for
+from leelaz.training.records import format_fields, format_one_hot_records, one_hot, outcome_for
 
 #: Progress line every this many games, as LZ does.
 PROGRESS_EVERY = 1000
@@ -166,7 +166,8 @@ def _planes(state) -> np.ndarray:
 
 
 def game_text(game: SgfGame, winner: int) -> tuple[str, int]:
-    """The records of one game (planes from input_planes, one-hot label, outcome): (text, n)."""
+    """The records of one game, position by position through GameState and input_planes:
+    (text, n). The reference for one_game's fast path (tests check they agree)."""
     parts = []
     for state, label in positions(game):
         to_move = state.to_move
@@ -207,10 +208,11 @@ def read_games(sgf_path: str) -> list:
 
 def dump_supervised(sgf_path: str, out_prefix: str, log: Callable[[str], None] = _stderr,
                     seed: int | None = None, games_per_chunk: int = GAMES_PER_CHUNK,
-                    level: int = 9) -> DumpStats:
+                    level: int = 9,
+                    progress: Callable[[int], None] | None = None) -> DumpStats:
     """Leela Zero's `dump_supervised SGF OUT`: shuffled games, 32 per `OUT.N.gz` (see module
-    docstring). Every message goes to `log`. Returns the statistics; the chunks are complete
-    on return."""
+    docstring). Every message goes to `log`; `progress(1)` is called after each game (for a
+    progress bar). Returns the statistics; the chunks are complete on return."""
     games = read_games(sgf_path)
     stats = DumpStats(games_in_file=len(games))
     log(f"Total games in file: {len(games)}")
@@ -226,6 +228,8 @@ def dump_supervised(sgf_path: str, out_prefix: str, log: Callable[[str], None] =
                 log(skip.message)
         else:
             writer.add_game(text, count)
+        if progress is not None:
+            progress(1)
         if n % PROGRESS_EVERY == 0:
             log(f"Game {n} of {len(games)}, {writer.positions} training positions")
     stats.chunks = writer.close()
@@ -242,7 +246,8 @@ def one_game(game) -> tuple[str, int]:
     if winner is None:
         lz_game(game)  # a parse failure or an empty main line counts first, as in LZ
         raise SkipGame("result")
-    return game_text(game, winner)
+    g = game_arrays(game, 1 if winner == BLACK else -1)
+    return format_one_hot_records(g.planes(), g.to_move, g.slots, g.result), len(g)
 
 
 # ---------------------------------------------------------------------------------------------
