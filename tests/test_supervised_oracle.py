@@ -262,7 +262,7 @@ def test_fast_records_equal_the_gamestate_path(oracle):
     position-by-position path through GameState and input_planes writes."""
     from leelaz.game.sgf import parse_game
     compared = 0
-    for text in oracle["games"][:4] + oracle["games"][len(_TYGEM_KINDS):]:
+    for text in oracle["games"][:4] + oracle["games"][_TYGEM_KINDS:]:
         game = parse_game(text)
         try:
             fast, n = supervised.one_game(game)
