@@ -199,7 +199,9 @@ def _optional_module(name: str):
 def load_network(cfg: EngineConfig, path: str | None, say):
     """The Network for `path`, or None when there is no path or no network support yet.
 
-    Raises OSError/ValueError for a file that cannot be loaded (the caller exits 1).
+    Backend: NumPy with --cpu-only; otherwise OpenCL, falling back to NumPy (with a message)
+    when no OpenCL device can be used. Raises OSError/ValueError (WeightsError) for a file
+    that cannot be loaded; the caller exits 1.
     """
     if path is None:
         say("No network weights found (no -w, nothing at "
@@ -207,15 +209,39 @@ def load_network(cfg: EngineConfig, path: str | None, say):
             "are available.\n")
         return None
     nnmod = _optional_module("leelaz.nn.network")
-    if nnmod is None or not hasattr(nnmod, "load_network"):
+    if nnmod is None:
         say(f"Network support is not installed yet; not loading {path}.\n")
         return None
-    # WIRING (lead engineer): the network module's loader and its start-up lines.
-    return nnmod.load_network(path, cfg, say)
+    from leelaz.backends import BackendUnavailable, create_backend
+    from leelaz.backends.weights import load_weights, weights_summary
+
+    weights = load_weights(path)
+    say(weights_summary(weights) + "\n")
+    backend = None
+    if not cfg.cpu_only:
+        try:
+            _, batch = resolve_threads(cfg)
+            backend = create_backend("opencl", weights, gpus=list(cfg.gpus) or None,
+                                     precision=cfg.precision, batch_size=batch,
+                                     tune="full" if cfg.full_tuner else "fast",
+                                     quiet=cfg.quiet)
+        except (BackendUnavailable, ImportError, OSError, RuntimeError) as exc:
+            say(f"OpenCL is not usable here ({_one_line(exc)}); using the CPU.\n")
+    if backend is None:
+        say("Initializing CPU-only evaluation.\n")
+        backend = create_backend("numpy", weights)
+    # WIRING (lead engineer): cache size from the memory split (lz-setoption), threads.
+    return nnmod.Network(weights, backend, seed=cfg.seed,
+                         symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join((str(exc) or type(exc).__name__).split())
 
 
 # ======== COMPOSITION ROOT: everything is wired together here, and only here. =============
-def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None):
+def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
+                 weights_path: str | None = None):
     """GameState + network + command groups -> a ready GtpEngine.
 
     The network (or None) is put on `engine.network` before the optional groups register,
@@ -227,6 +253,7 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None):
 
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
     engine.network = network
+    engine.weights_path = weights_path if network is not None else None  # printsgf's PB
     board_commands.register(engine)
     for name in OPTIONAL_GROUPS:
         group = _optional_module(name)
@@ -291,7 +318,8 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         # WIRING (lead engineer): the OpenCL tuner and the benchmark search.
         stderr.write("ERROR: --tune-only/--benchmark are not available in this build yet.\n")
         return 1
-    engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network)
+    engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network,
+                          weights_path=path)
     return engine.run(stdin)
 
 

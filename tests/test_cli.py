@@ -135,6 +135,25 @@ def test_startup_lines_like_lz(lz_binary, random_weights, no_default_net):
     assert "only commands that need no network" in err
 
 
+def test_startup_lines_with_a_network_like_lz(lz_binary, random_weights):
+    net = random_weights(1, 8)
+    lz = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "-s", "5", "-w", net],
+                        input="quit\n", capture_output=True, text=True, timeout=30)
+    code, out, err = session(["--cpu-only", "-g", "-t", "1", "-s", "5", "-w", net],
+                             "name\nprintsgf\n")
+    assert code == 0
+    lz_lines = [x for x in lz.stderr.splitlines() if not x.startswith("BLAS Core")]
+    assert err.splitlines()[:4] == lz_lines[:4]  # threads, seed, net shape, CPU-only
+    assert "PB[Leela Zero 0.17 net-1x8-]" in out
+
+
+def test_bad_weights_file_is_an_error(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1\n1 2 3\n")
+    code, out, err = session(["-g", "--cpu-only", "-w", str(bad)])
+    assert code == 1 and str(bad) in err and out == ""
+
+
 def test_quiet_prints_nothing_on_stderr(no_default_net):
     assert session(["-g", "-q"]) == (0, "= Leela Zero\n\n\n", "")
 

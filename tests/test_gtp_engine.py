@@ -286,3 +286,54 @@ def test_quiet_silences_showboard():
     pytest.importorskip("leelaz.game.display")
     out, err = run_script("showboard\n", config=EngineConfig(quiet=True))
     assert out == "= \n\n\n" and err == ""
+
+
+def test_printsgf_file_keeps_its_name_and_loads_back(tmp_path):
+    s = Session()
+    for line in ("komi 6.5", "play b q16", "play w d4", "play b pass"):
+        s.ask(line)
+    text = s.reply("printsgf")
+    assert text.startswith("= (;GM[1]") and text.endswith(")\n\n\n\n")
+    path = tmp_path / "Games" / "MyGame.SGF"
+    path.parent.mkdir()
+    assert s.reply(f"printsgf {path}") == "= \n\n"
+    assert path.read_text() == text[2:-3]  # the file holds the SGF, `)` and one newline
+    history = s.reply("move_history")
+    s.ask("clear_board")
+    assert s.reply(f"LOADSGF {path}") == "= \n\n"
+    assert s.reply("move_history") == history == "= black pass\nwhite D4\nblack Q16\n\n"
+    assert s.reply("final_score") == "= W+6.5\n\n"
+
+
+def test_printsgf_writes_all_or_nothing(tmp_path, monkeypatch):
+    s = Session()
+    s.ask("play b q16")
+    path = tmp_path / "game.sgf"
+    path.write_text("old content")
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.replace", broken_replace)
+    assert s.reply(f"printsgf {path}") == "? cannot write file\n\n"
+    assert path.read_text() == "old content"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["game.sgf"]  # no temporary left
+    monkeypatch.undo()
+    assert s.reply(f"printsgf {tmp_path}/no/such/folder/g.sgf") == "? cannot write file\n\n"
+    assert s.reply("name") == "= Leela Zero\n\n"
+
+
+def test_loadsgf_move_number_and_failure_keeps_the_game(tmp_path):
+    path = tmp_path / "g.sgf"
+    path.write_text("(;GM[1]SZ[19]KM[0.5];B[pd];W[dd];B[pp];W[dp])")
+    s = Session()
+    assert s.reply(f"loadsgf {path} 3") == "= \n\n"  # before node 3: two moves
+    assert s.reply("move_history") == "= white D16\nblack Q16\n\n"
+    assert s.reply(f"loadsgf {path} x") == "= \n\n"  # not a number: everything (999)
+    assert s.reply("last_move") == "= white D4\n\n"
+    assert s.reply(f"loadsgf {path}.missing") == "? cannot load file\n\n"
+    assert s.reply("last_move") == "= white D4\n\n"
+    sized = tmp_path / "nine.sgf"
+    sized.write_text("(;GM[1]SZ[9];B[ee])")
+    assert s.reply(f"loadsgf {sized}") == "? cannot load file\n\n"
+    assert s.reply("move_history") == "= white D4\nblack Q4\nwhite D16\nblack Q16\n\n"
