@@ -6,8 +6,6 @@ String stone order and final_status_list come from the C++ Leela Zero binary.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from leelaz.game.board import Board
@@ -28,7 +26,8 @@ def board_from(diagram: str, to_move: int = BLACK) -> Board:
     for r, line in enumerate(diagram.split()):
         for x, ch in enumerate(line):
             if ch in "XO":
-                board.play_move(BLACK if ch == "X" else WHITE, V(f"{'ABCDEFGHJKLMNOPQRST'[x]}{19 - r}"))
+                color = BLACK if ch == "X" else WHITE
+                board.play_move(color, V(f"{'ABCDEFGHJKLMNOPQRST'[x]}{19 - r}"))
     board.set_to_move(to_move)
     return board
 

@@ -168,8 +168,12 @@ def test_final_score_adds_handicap_to_komi():
 
 # ----------------------------------------------------------------------------- handicap
 def test_fixed_patterns():
-    text = {n: " ".join(gtp_vertex(v) for v in sorted(fixed_pattern(n), key=lambda v: (v % 21, v // 21)))
-            for n in range(2, 10)}
+    text = {}
+    for n in range(2, 10):
+        state = GameState()
+        place_fixed_handicap(state, n)
+        text[n] = stone_list_text(state)
+        assert {gtp_vertex(v) for v in fixed_pattern(n)} == set(text[n].split())
     assert text[2] == "D4 Q16"
     assert text[3] == "D4 D16 Q16"
     assert text[4] == "D4 D16 Q4 Q16"
@@ -197,10 +201,16 @@ def test_free_handicap_grid():
     assert place_free_handicap(s, 12) == 12
     assert stone_list_text(s) == "D4 D7 D10 D13 D16 G4 K4 K10 K16 Q4 Q10 Q16"  # reference §6.4
     assert (s.handicap, s.move_num, s.to_move) == (12, 0, WHITE)
+
+    def choose(probe: GameState) -> int:  # stands in for the search
+        assert probe.to_move == BLACK
+        return probe.legal_moves(BLACK)[0]
+
     t = GameState()
-    place_free_handicap(t, 30, choose_move=lambda st: next(
-        v for v in st.legal_moves(BLACK) if st.to_move == BLACK))
-    assert len(stone_list_text(t).split()) == 30 and t.handicap == 30
+    place_free_handicap(t, 30, choose_move=choose)
+    assert len(stone_list_text(t).split()) == 30 and t.board.square[V("a1")] != EMPTY
+    assert (t.handicap, t.move_num, t.to_move) == (30, 0, WHITE)
+    assert place_free_handicap(GameState(), 500) == 180
     assert len(grid_points(GameState(), 100)) == 25
 
 
