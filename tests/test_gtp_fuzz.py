@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from gtp_session import make_engine
 from leelaz.gtp.protocol import EXIT, parse_line
 from paths import REPO
@@ -29,6 +31,8 @@ COMMANDS = [
     "time_settings", "time_left", "fixed_handicap", "last_move", "move_history",
     "place_free_handicap", "set_free_handicap", "loadsgf", "printsgf", "kgs-time_settings",
     "kgs-game_over", "kgs-chat", "genmove", "lz-analyze", "heatmap", "dump_training",
+    "lz-setoption", "lz-genmove_analyze", "kgs-genmove_cleanup", "lz-memory_report",
+    "gomill-explain_last_move", "netbench", "dump_supervised",
     "PLAY", "Play", "playx", "pla", "", "#", "exit_not", "quitx", "known_commandx",
 ]
 COLOURS = ["b", "w", "black", "white", "B", "WHITE", "x", "", "bw", "blackk", "0", "-1", "é"]
@@ -84,7 +88,8 @@ def safe(line: str) -> str | None:
     cmd = parse_line(line)
     if cmd is EXIT or (cmd is not None and cmd.name == "quit"):
         return None
-    if cmd is not None and cmd.name in ("printsgf", "loadsgf", "dump_training") and cmd.args:
+    if cmd is not None and cmd.name in ("printsgf", "loadsgf", "dump_training",
+                                         "dump_supervised") and cmd.args:
         return f"{cmd.id + ' ' if cmd.id else ''}{cmd.name} fuzz-file.sgf"
     return line
 
@@ -93,7 +98,17 @@ def reply_chunks(stream: str) -> list[str]:
     return [c for c in re.split(r"\n\n+", stream.strip("\n")) if c]
 
 
-def test_fuzz_lines_one_reply_each(tmp_path, monkeypatch):
+def full_engine():
+    """Every command group the command line registers, with no network loaded."""
+    from leelaz.cli import build_engine
+    from leelaz.config import EngineConfig
+
+    out, err = io.StringIO(), io.StringIO()
+    return build_engine(EngineConfig(quiet=True, seed=1), out=out, err=err), out, err
+
+
+@pytest.mark.parametrize("which", ["board commands", "all groups"])
+def test_fuzz_lines_one_reply_each(which, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rng = random.Random(20190417)
     lines = [s for s in (safe(fuzz_line(rng)) for _ in range(6500)) if s is not None][:6000]
@@ -101,7 +116,7 @@ def test_fuzz_lines_one_reply_each(tmp_path, monkeypatch):
     expected = [parse_line(line) for line in lines]
     expected = [c for c in expected if c is not None]
 
-    engine, out, err = make_engine()
+    engine, out, err = make_engine() if which == "board commands" else full_engine()
     data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass")
     thread = threading.Thread(target=engine.run, args=(io.BytesIO(data),), daemon=True)
     thread.start()
