@@ -16,7 +16,8 @@ repeat; see test_superko_difference_with_simple_ko).
 One more difference, kept on purpose because it is Leela Zero's: LZ's ko point is closed to
 *both* colours for one move (is_move_legal compares the vertex with the ko point whoever
 moves), while GNU Go lets the capturer fill it at once. That only shows when the side that is
-not to move asks; the test adds the point back for GNU Go in that case.
+not to move asks; the test adds the point back for GNU Go in that case. (test_state.py
+checks this behaviour against the LZ binary.)
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ whole GTP sessions replayed against the C++ Leela Zero binary (showboard byte fo
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE,
@@ -251,3 +253,19 @@ def test_session_equals_reference(lz_binary, random_weights):
             replay(state, command, reply)
             if "handicap" in name:
                 assert reply == stone_list_text(state)
+
+
+def test_ko_point_closed_to_both_colours_like_reference(lz_binary, random_weights):
+    """Right after B E10 takes the ko, LZ's search may not even let Black fill D10 (allowed
+    only D10, it passes); one pass later it may. Our is_legal says the same."""
+    allow = "lz-genmove_analyze b 0 allow b d10 1"
+    commands = ["play " + m for m in KO_GAME] + [allow, allow]
+    proc = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-v", "5",
+                           "-w", random_weights(1, 8)], input="\n".join(commands) + "\n",
+                          capture_output=True, text=True, timeout=120, check=True)
+    played = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("play ")]
+    assert played == ["pass", "D10"]
+    state = play_all(GameState(), KO_GAME)
+    assert not state.is_legal(BLACK, V("d10"))
+    state.play(BLACK, PASS)
+    assert state.is_legal(BLACK, V("d10"))
