@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from leelaz.config import (DEFAULT_WEIGHTS, MAX_THREADS, PRECISION_CHOICES, TIMEMANAGE_CHOICES,
+from leelaz.config import (DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES,
                            EngineConfig, resolve_threads)
 
 #: The command groups that other modules provide; each is registered if it is installed.

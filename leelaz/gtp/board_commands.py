@@ -32,8 +32,8 @@ import tempfile
 import time
 
 from leelaz import GTP_VERSION
-from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE, color_name,
-                                gtp_vertex, parse_color, parse_gtp_vertex, xy)
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE,
+                                color_name, gtp_vertex, parse_color, parse_gtp_vertex, xy)
 from leelaz.gtp.protocol import Command, GtpError
 
 SYNTAX = "syntax not understood"
@@ -391,23 +391,20 @@ def _fallback_handicap_stone(state):
     return PASS
 
 
-_NAMES = {
-    "protocol_version": "protocol_version", "name": "name", "version": "version",
-    "quit": "quit", "known_command": "known_command", "list_commands": "list_commands",
-    "boardsize": "boardsize", "clear_board": "clear_board", "komi": "komi", "play": "play",
-    "showboard": "showboard", "undo": "undo", "final_score": "final_score",
-    "final_status_list": "final_status_list", "time_settings": "time_settings",
-    "time_left": "time_left", "fixed_handicap": "fixed_handicap", "last_move": "last_move",
-    "move_history": "move_history", "place_free_handicap": "place_free_handicap",
-    "set_free_handicap": "set_free_handicap", "loadsgf": "loadsgf", "printsgf": "printsgf",
-    "kgs-time_settings": "kgs_time_settings", "kgs-game_over": "kgs_game_over",
-    "kgs-chat": "kgs_chat",
-}
+#: The commands of this group, in Leela Zero's list order; the handler of `kgs-game_over` is
+#: the method `kgs_game_over`.
+COMMANDS = (
+    "protocol_version", "name", "version", "quit", "known_command", "list_commands",
+    "boardsize", "clear_board", "komi", "play", "showboard", "undo", "final_score",
+    "final_status_list", "time_settings", "time_left", "fixed_handicap", "last_move",
+    "move_history", "place_free_handicap", "set_free_handicap", "loadsgf", "printsgf",
+    "kgs-time_settings", "kgs-game_over", "kgs-chat",
+)
 
 
 def register(engine) -> BoardCommands:
     """Add this group's commands to engine; returns the handler object."""
     group = BoardCommands(engine)
-    for gtp_name, method in _NAMES.items():
-        engine.add_command(gtp_name, getattr(group, method))
+    for name in COMMANDS:
+        engine.add_command(name, getattr(group, name.replace("-", "_")))
     return group

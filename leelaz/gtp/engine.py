@@ -31,11 +31,16 @@ The seam for long-running and streaming commands (search, lz-analyze, pondering)
   `engine.show(text)` is the same, for output that is part of a command (showboard).
 
 Session objects that several groups share are plain attributes: `engine.state` (the
-GameState; loadsgf and clear_board *replace* it, so always read `engine.state` afresh),
-`engine.config` (EngineConfig). Other groups may add their own (the search object, the
-network) as attributes. Events: `engine.subscribe(event, fn)` and `engine.notify(event)`;
-board commands notify "clear_board", "boardsize" and "loadsgf" after changing the state, so
-the search can drop its tree and training can drop its buffer.
+GameState; loadsgf and place_free_handicap *replace* it: always read `engine.state` afresh),
+`engine.config` (EngineConfig). Other groups may add their own as attributes; in use:
+`engine.network` and `engine.weights_path` (set by cli.build_engine; None without a
+network), `engine.search`, `engine.recorder`, and the two hooks that board commands call
+when present: `engine.ponder()` (after time_left) and `engine.choose_handicap_stone(state)`
+(place_free_handicap beyond the grid).
+
+Events: `engine.subscribe(event, fn)` and `engine.notify(event)`; board commands notify
+"clear_board", "boardsize" and "loadsgf" after changing the state, so the search can drop
+its tree and training can drop its buffer.
 """
 
 from __future__ import annotations
