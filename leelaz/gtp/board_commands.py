@@ -10,6 +10,9 @@ misbehaves, this module answers sanely instead (each case is marked LZ-DIFF):
 - `set_free_handicap` sends exactly one reply: `? illegal move` (nothing placed) if any
   vertex is bad, repeated or illegal, else the stone list.
 - `move_history` echoes the id like every other command.
+- `known_command` with no name: `? syntax not understood` (LZ answers `true`).
+- `loadsgf` of a file with no game in it (garbage, empty): `? cannot load file` (LZ loads an
+  empty game); a failed loadsgf never touches the game.
 - `fixed_handicap`/`place_free_handicap` on points that are taken: `? board not empty` (LZ
   aborts).
 - Numbers are read like C++ `>>` (leading part: `19x` is 19), but values outside a C `int`
