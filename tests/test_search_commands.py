@@ -270,3 +270,18 @@ def test_place_free_handicap_uses_the_search():
     stones = reply[2:].split()
     assert len(stones) == 10 and len(set(stones)) == 10
     assert s.engine.state.to_move == WHITE
+
+
+# ------------------------------------------------------------------ with the real network
+def test_genmove_and_analyze_with_a_real_network(random_weights):
+    """The search's Evaluator protocol is what nn.network.Network provides."""
+    from leelaz.nn.network import Network
+
+    net = Network.from_file(random_weights(1, 8))
+    s = session(net, visits=12)
+    move = played_move(s.reply("genmove b"))
+    assert s.engine.state.board.square[parse_gtp_vertex(move)] == BLACK
+    out = s.reply("lz-genmove_analyze w 1 minmoves 2")
+    assert re.search(r"^info move \S+ visits \d+ winrate \d+ prior \d+ lcb \d+ order 0 pv ",
+                     out.split("\n")[1])
+    assert re.search(r"\nplay [A-T]\d+\n\n$", out)

@@ -21,6 +21,7 @@ spent is charged to it), and asks it for the budget, as LZ's UCTSearch::think do
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import time
@@ -29,6 +30,7 @@ from typing import Callable, Protocol, Sequence
 from leelaz.game.coords import BLACK, PASS, gtp_vertex
 from leelaz.search import stats
 from leelaz.search.choose import choose_move
+from leelaz.search.lcb import t_quantile
 from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
@@ -463,28 +465,53 @@ class UCTSearch:
 
     def _prune_noncontenders(self, color, elapsed_cs, budget_cs, visits_cap, playouts_cap,
                              prune) -> int:
+        """Mark root children that cannot become the best move PRUNED (unless `prune` is
+        False, as in no_pruning mode); returns how many there are. Runs after every batch,
+        so the loops are inlined (hot path with fast evaluators)."""
         root = self.root
+        children = root.children
+        white = color != BLACK
+        sqrt = math.sqrt
         lcb_max = 0.0
         n_first = 0
-        for c in root.children:
-            if c.status != INVALID:
-                if c.visits > 0:
-                    lcb_max = max(lcb_max, c.lcb(color))
-                n_first = max(n_first, c.visits)
-        left = max(0, min(playouts_cap - self.playouts, visits_cap - root.visits))
-        if elapsed_cs >= 100 and self.playouts >= 100:
-            rate = self.playouts / elapsed_cs
-            left = min(left, int(-(-rate * max(0, budget_cs - elapsed_cs) // 1)))
-        min_required = n_first - left
-        pruned = 0
-        for c in root.children:
+        for c in children:
             if c.status == INVALID:
                 continue
             n = c.visits
-            contender = n >= min_required or (n > 0 and c.raw_eval(color) >= lcb_max)
+            if n:
+                if n > n_first:
+                    n_first = n
+                if n >= 2:
+                    q = c.black_wins / n
+                    if white:
+                        q = 1.0 - q
+                    lcb = q - t_quantile(n - 1) * sqrt(c.m2 / (n - 1) / n)
+                    if lcb > lcb_max:
+                        lcb_max = lcb
+        left = max(0, min(playouts_cap - self.playouts, visits_cap - root.visits))
+        if elapsed_cs >= 100 and self.playouts >= 100:
+            rate = self.playouts / elapsed_cs
+            left = min(left, math.ceil(rate * max(0, budget_cs - elapsed_cs)))
+        min_required = n_first - left
+        pruned = 0
+        for c in children:
+            status = c.status
+            if status == INVALID:
+                continue
+            n = c.visits
+            if n >= min_required:
+                contender = True
+            elif n:
+                q = c.black_wins / n
+                contender = (1.0 - q if white else q) >= lcb_max
+            else:
+                contender = False
+            if not contender:
+                pruned += 1
             if prune:
-                c.status = ACTIVE if contender else PRUNED
-            pruned += not contender
+                new = ACTIVE if contender else PRUNED
+                if new != status:
+                    c.status = new
         return pruned
 
     # ------------------------------------------------------------------ reports
