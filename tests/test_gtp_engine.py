@@ -342,3 +342,56 @@ def test_loadsgf_move_number_and_failure_keeps_the_game(tmp_path):
     sized.write_text("(;GM[1]SZ[9];B[ee])")
     assert s.reply(f"loadsgf {sized}") == "? cannot load file\n\n"
     assert s.reply("move_history") == "= white D4\nblack Q4\nwhite D16\nblack Q16\n\n"
+
+
+def test_play_legality_agrees_with_gnugo(gnugo):
+    """Random crowded games in a corner (captures, kos, suicides): our `play` accepts exactly
+    the moves GNU Go calls legal, and the stones on the board stay the same."""
+    import random
+
+    from leelaz.game.coords import ALL_VERTICES, EMPTY, gtp_vertex, parse_gtp_vertex
+
+    proc = subprocess.Popen([gnugo, "--mode", "gtp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def gnu(line: str) -> str:
+        proc.stdin.write(line + "\n")
+        reply = ""
+        while not reply.endswith("\n\n"):
+            reply += proc.stdout.readline()
+        return reply
+
+    def our_stones(s, color):
+        board = s.engine.state.board
+        return sorted(gtp_vertex(v) for v in ALL_VERTICES if board.square[v] == color)
+
+    rng = random.Random(5)
+    refused = refused_empty = 0
+    try:
+        for game in range(6):
+            s = Session()
+            gnu("clear_board")
+            colours = "bw"
+            for n in range(300):
+                colour = colours[n % 2]
+                vertex = "abcdef"[rng.randrange(6)] + str(rng.randint(1, 6))
+                legal = gnu(f"is_legal {colour} {vertex}") == "= 1\n\n"
+                empty = s.engine.state.board.square[parse_gtp_vertex(vertex)] == EMPTY
+                ours = s.reply(f"play {colour} {vertex}")
+                assert ours == ("= \n\n" if legal else "? illegal move\n\n"), (game, n, vertex)
+                if legal:
+                    assert gnu(f"play {colour} {vertex}") == "= \n\n"
+                else:
+                    refused += 1
+                    refused_empty += empty
+                    s.reply(f"play {colour} pass")
+                    gnu(f"play {colour} pass")
+                if n % 25 == 0:
+                    for c, name in ((0, "black"), (1, "white")):
+                        theirs = sorted(gnu(f"list_stones {name}")[2:].split())
+                        assert our_stones(s, c) == theirs, (game, n)
+    finally:
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        proc.wait(timeout=10)
+    assert refused > 50 and refused_empty > 10, (refused, refused_empty)  # suicides, kos
