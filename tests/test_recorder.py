@@ -163,3 +163,41 @@ def test_same_records_as_leela_zeros_dump_training(lz_binary, random_weights, lz
         state.play(color, parse_gtp_vertex(reply[2:].strip()))
     path = rec.dump(WHITE, f"{lz_folder}/ours")
     assert chunk_parser.read_text(path) == lz_text
+
+
+# --------------------------------------------------------------------------------------------
+# through the whole program
+
+
+def test_genmove_then_dump_training_through_the_engine(tmp_path, random_weights):
+    """Searches record, dump_training writes them with the winner, clear_board empties the
+    buffer (then a `?` reply, where Leela Zero aborts), and nothing goes to stdout but GTP."""
+    import io
+    from leelaz import cli
+
+    out_prefix = tmp_path / "Game"
+    script = (f"genmove b\ngenmove w\nplay b pass\ngenmove w\n"
+              f"dump_training b {out_prefix}\nclear_board\ndump_training w {tmp_path}/x\n"
+              f"dump_training purple {tmp_path}/x\nquit\n")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = cli.run(["-w", random_weights(1, 8), "-v", "8", "--noponder", "-t", "1", "-g"],
+                   stdin=io.StringIO(script), stdout=stdout, stderr=stderr)
+    assert code == 0
+    replies = [r for r in stdout.getvalue().split("\n\n") if r.strip()]
+    assert replies[4:] == ["= ", "= ", "? no training data recorded",
+                           "? syntax not understood", "= "]
+    assert "Writing chunk 0" in stderr.getvalue()
+    assert sorted(os.listdir(tmp_path)) == ["Game.0.gz"]
+
+    records = chunk_parser.parse_chunk(str(out_prefix) + ".0.gz")
+    assert [r.white_to_move for r in records] == [False, True, True]
+    assert [r.winner_is_to_move for r in records] == [True, False, False]
+    for r in records:
+        assert abs(sum(r.probabilities) - 1) < 1e-4
+        assert all(p == 0 or abs(p * 7 - round(p * 7)) < 1e-5 for p in r.probabilities)
+    first, _, third = records
+    assert not any(map(any, first.planes))  # empty board, Black to move
+    # third: White to move after B, W, B pass: two stones, the last board repeated
+    assert sum(third.planes[0]) == 1 and sum(third.planes[8]) == 1
+    assert third.planes[0] == third.planes[1] and third.planes[8] == third.planes[9]
+    assert sum(third.planes[2]) == 0 and sum(third.planes[10]) == 1

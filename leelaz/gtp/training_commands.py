@@ -41,16 +41,19 @@ def register(engine) -> None:
         engine.diag(line + "\n")
 
     def dump_training(cmd: Command) -> str:
-        """dump_training COLOR FILE: the buffer as one game to FILE.0.gz, COLOR the winner."""
+        """dump_training COLOR FILE: the buffer as one game to FILE.0.gz, COLOR the winner.
+        The buffer is kept (LZ clears it only on clear_board and boardsize)."""
         if len(cmd.args) < 2:
             raise GtpError(SYNTAX)
         try:
             winner = parse_color(cmd.args[0])
         except ValueError:
             raise GtpError(SYNTAX) from None
-        log("Writing chunk 0")
+        rec = recorder_of(engine)
+        if len(rec):
+            log("Writing chunk 0")
         try:
-            recorder_of(engine).dump(winner, cmd.args[1])
+            rec.dump(winner, cmd.args[1])
         except EmptyTrainingBuffer:
             raise GtpError("no training data recorded") from None
         except OSError as err:
