@@ -395,3 +395,12 @@ def test_play_legality_agrees_with_gnugo(gnugo):
         proc.stdin.flush()
         proc.wait(timeout=10)
     assert refused > 50 and refused_empty > 10, (refused, refused_empty)  # suicides, kos
+
+
+def test_commands_match_by_exact_name():  # LZ matches prefixes: `playx b d4` plays there
+    s = Session()
+    assert s.reply("playx b d4") == "? unknown command\n\n"
+    assert s.reply("pla b d4") == "? unknown command\n\n"
+    assert s.reply("move_history") == "= \n\n"
+    assert s.reply("list_commands foo").startswith("= protocol_version\nname\n")
+    assert s.reply("name extra") == "= Leela Zero\n\n"
