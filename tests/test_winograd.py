@@ -10,12 +10,12 @@ from leelaz.backends import winograd as W
 
 
 def direct(x, w):
-    """'same' 3x3 cross-correlation, x [C, 19, 19, B], w [K, C, 3, 3], float64 loops."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
-    out = np.zeros((w.shape[0], 19, 19, x.shape[3]))
+    """'same' 3x3 cross-correlation, x [19, 19, B, C], w [K, C, 3, 3] -> [19, 19, B, K], float64."""
+    xp = np.pad(x.astype(np.float64), ((1, 1), (1, 1), (0, 0), (0, 0)))
+    out = np.zeros((19, 19, x.shape[2], w.shape[0]))
     for i in range(3):
         for j in range(3):
-            out += np.einsum("kc,cyxb->kyxb", w[:, :, i, j], xp[:, i:i + 19, j:j + 19, :])
+            out += np.einsum("yxbc,kc->yxbk", xp[i:i + 19, j:j + 19], w[:, :, i, j])
     return out
 
 
@@ -39,30 +39,31 @@ def test_transform_filter_layout():
             np.testing.assert_allclose(u[:, c, k].reshape(6, 6), want, rtol=1e-6, atol=1e-7)
 
 
-def test_tile_view_reads_the_documented_window():
-    padded = np.arange(2 * 3 * 22 * 22, dtype=np.float32).reshape(2, 22, 22, 3)
-    v = W.tile_view(padded)
-    assert v[4, 5, 1, 3, 2, 2] == padded[1, 4 * 3 + 4, 4 * 2 + 5, 2]
-    out = np.zeros((2, 22, 22, 3), np.float32)
-    W.output_view(out)[1, 2, 3, 4, 1, 2] = 7.0
-    assert out[1, 1 + 4 * 2 + 3, 1 + 4 * 4 + 1, 2] == 7.0 and out.sum() == 7.0
+def test_input_transform_tiles():
+    """V[xi*6+nu, (ty, tx, b), c] = (Bt d B)[xi, nu] for the 6x6 window at (4ty, 4tx)."""
+    rng = np.random.default_rng(5)
+    padded = W.pad_board(rng.normal(size=(19, 19, 2, 3)).astype(np.float32))
+    v = W.input_transform(padded)
+    assert v.shape == (36, 50, 3)
+    for ty, tx, b, c in [(0, 0, 0, 0), (2, 3, 1, 2), (4, 4, 1, 1)]:
+        d = padded[4 * ty:4 * ty + 6, 4 * tx:4 * tx + 6, b, c].astype(np.float64)
+        want = (W.BT @ d @ W.BT.T).ravel()
+        np.testing.assert_allclose(v[:, (ty * 5 + tx) * 2 + b, c], want, rtol=1e-5, atol=1e-5)
+
+
+def test_output_view_places_cells():
+    out = np.zeros((22, 22, 2, 3), np.float32)
+    W.output_view(out)[1, 2, 3, 3, 1 * 3 + 2] = 7.0  # ty=1 a=2 tx=3 c=3, b=1 k=2
+    assert out[1 + 4 + 2, 1 + 12 + 3, 1, 2] == 7.0 and out.sum() == 7.0
 
 
 @pytest.mark.parametrize("batch", [1, 3])
 def test_float32_pipeline_equals_direct(batch):
     rng = np.random.default_rng(3)
     c, k = 16, 12
-    x = rng.normal(size=(c, 19, 19, batch)).astype(np.float32)
+    x = rng.normal(size=(19, 19, batch, c)).astype(np.float32)
     w = rng.normal(size=(k, c, 3, 3)).astype(np.float32)
-    v = W.input_transform(W.pad_board(x))
-    m = np.matmul(W.transform_filter(w).transpose(0, 2, 1), v)
-    y = W.output_transform(m)
+    y = W.convolve(x, w)
     want = direct(x, w)
     assert y.shape == want.shape
     np.testing.assert_allclose(y, want, atol=1e-4 * np.abs(want).max())
-
-
-def test_float64_reference_exact():
-    rng = np.random.default_rng(4)
-    x, w = rng.normal(size=(4, 19, 19, 2)), rng.normal(size=(6, 4, 3, 3))
-    np.testing.assert_allclose(W.convolve_reference(x, w), direct(x, w), atol=1e-11)

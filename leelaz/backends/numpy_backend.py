@@ -1,23 +1,26 @@
 """The NumPy backend: Leela Zero's forward pass (reference doc 4.2) on the CPU, batched.
 
-Owns: `NumpyBackend`. Imports: numpy, backends.base, backends.winograd.
+Owns: `NumpyBackend`, `set_blas_threads`. Imports: numpy, backends.base, backends.winograd.
 
-Hot path. Every 3x3 convolution is Winograd F(4x4, 3x3) done as four BLAS calls on the whole
-batch, with no Python loop over tiles, channels or positions:
+Hot path. Activations live in three zero-bordered buffers [22, 22, B, C] (rows, columns, batch,
+channels innermost) that rotate through the tower. Every 3x3 convolution is Winograd
+F(4x4, 3x3) as a handful of BLAS calls on the whole batch, with no Python loop over tiles,
+channels or positions (see winograd.py for the layout):
 
-    tiles [36, C*P]  <- strided gather of 6x6 windows from padded activations [C, 22, 22, B]
-    V     [36, C*P]  =  kron(Bt, Bt) @ tiles                       (input transform)
-    M     [36, K, P] =  U'[36, K, C] @ V[36, C, P]                  (36 batched GEMMs)
-    Y     [16, K*P]  =  kron(At, At) @ M                            (output transform)
-    out   [K, 22, 22, B] interior <- Y rearranged, + shift (+ residual), ReLU
+    V  [36, 25 B, C]  = separable input transform of the padded buffer (strided, no gather)
+    M  [36, 25 B, K]  = V @ U'            36 GEMMs; U' = U with the BN scale folded in per k
+    Y  [5, 4, 5, 4, B K] = separable output transform of M
+    out interior      = ReLU(Y + shift [+ residual]), shift = -scale * mean, in place
 
-with P = 25 B tiles. The batch-norm scale is folded into U' (scale_k * U[:, :, k]) when the
-backend is built, and the batch-norm shift (-scale * mean) is added with the residual, so each
-layer makes one pass over its output. Activations live in three zero-bordered buffers
-[C, 22, 22, B] (batch innermost, so gathers move runs of B floats) that rotate through the tower; all work buffers are allocated once per batch size
-and reused. float32 throughout.
+The batch-norm scale is folded into U' when the backend is built, so BN costs one add fused
+into the copy from Y to the next padded buffer. All work buffers are allocated once per batch
+size and reused. float32 throughout.
 
-The two 1x1 head convolutions run as one [3, F] product over the padded buffer (the border is
+Threads: a batch of two or more positions is split over `threads` Python worker threads
+(NumPy releases the GIL inside BLAS, copies and ufuncs), each with its own buffers, and
+OpenBLAS itself is set to one thread (see NumpyBackend.__init__ for why).
+
+The two 1x1 head convolutions run as one [C, 3] product over the padded buffer (the border is
 cropped after), then the policy FC (input channel-major, c*361 + idx) and the value FCs.
 """
 
@@ -31,8 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from leelaz.backends.base import BOARD_SQUARES, INPUT_CHANNELS, ConvBN, NetWeights
-from leelaz.backends.winograd import (AA, BB, PADDED, TILES, output_tiles, output_view, tile_view,
-                                      transform_filter)
+from leelaz.backends.winograd import (ALPHA, PADDED, TILE, TILES, WTILES, input_transform,
+                                      output_transform, output_view, transform_filter)
 
 _B = 19  # board side
 
@@ -41,29 +44,35 @@ class _ConvPlan:
     """One 3x3 conv+BN layer in the form the hot loop uses."""
 
     def __init__(self, conv: ConvBN):
-        u = transform_filter(conv.weights)  # [36, C, K]
+        u = transform_filter(conv.weights).astype(np.float64)  # [36, C, K]
         scale = conv.scale.astype(np.float64)
-        # U' [36, K, C], the BN scale folded in per output channel.
-        self.u = np.ascontiguousarray((u.transpose(0, 2, 1) * scale[None, :, None])
-                                      .astype(np.float32))
-        shift = -scale * conv.mean.astype(np.float64)
-        self.shift = shift.astype(np.float32).reshape(-1, 1, 1, 1, 1, 1)  # [K, 1, 1, 1, 1, 1]
+        self.u = np.ascontiguousarray((u * scale[None, None, :]).astype(np.float32))
+        self.shift = (-scale * conv.mean.astype(np.float64)).astype(np.float32)  # [K]
         self.inputs = conv.weights.shape[1]
         self.outputs = conv.weights.shape[0]
+        self._tiled: dict[int, np.ndarray] = {}
+
+    def shift_for(self, batch: int) -> np.ndarray:
+        """The shift repeated per position, [B*K], matching the (b, k) inner axis."""
+        tiled = self._tiled.get(batch)
+        if tiled is None:
+            tiled = self._tiled[batch] = np.tile(self.shift, batch)
+        return tiled
 
 
 class _Buffers:
-    """Work arrays for one batch size; allocated once, reused on every forward call."""
+    """Work arrays for one batch size and worker; allocated once, reused on every call."""
 
     def __init__(self, batch: int, filters: int):
-        p = batch * TILES
         width = max(filters, INPUT_CHANNELS)
-        self.act = [np.zeros((filters, PADDED, PADDED, batch), np.float32) for _ in range(3)]
-        self.inp = np.zeros((INPUT_CHANNELS, PADDED, PADDED, batch), np.float32)
-        self.tiles = np.empty(36 * width * p, np.float32)
-        self.v = np.empty(36 * width * p, np.float32)
-        self.m = np.empty(36 * filters * p, np.float32)
-        self.y = np.empty(16 * filters * p, np.float32)
+        n = batch * width
+        self.act = [np.zeros((PADDED, PADDED, batch, filters), np.float32) for _ in range(3)]
+        self.inp = np.zeros((PADDED, PADDED, batch, INPUT_CHANNELS), np.float32)
+        self.t1 = np.empty(WTILES * ALPHA * PADDED * n, np.float32)
+        self.v = np.empty(ALPHA * ALPHA * TILES * n, np.float32)
+        self.m = np.empty(ALPHA * ALPHA * TILES * batch * filters, np.float32)
+        self.y1 = np.empty(TILE * ALPHA * TILES * batch * filters, np.float32)
+        self.y = np.empty(TILE * TILE * TILES * batch * filters, np.float32)
 
 
 class NumpyBackend:
@@ -76,8 +85,7 @@ class NumpyBackend:
 
         BLAS itself is set to one thread: OpenBLAS's own threads spin-wait for each other and
         collapse when the CPU is shared (measured here: 0.4 GFLOP/s instead of 33 with another
-        busy process), whereas splitting the batch over Python threads (NumPy releases the GIL
-        in matmul, copies and ufuncs) degrades gracefully.
+        busy process), whereas splitting the batch over Python threads degrades gracefully.
         """
         self.weights = weights
         self.filters = weights.filters
@@ -90,13 +98,13 @@ class NumpyBackend:
         set_blas_threads(1)
 
     def _heads(self, w: NetWeights) -> None:
-        """Both 1x1 head convs as one [3, F] matrix with BN folded: ReLU(H @ x + h)."""
+        """Both 1x1 head convs as one [F, 3] matrix with BN folded: ReLU(x @ H + h)."""
         convs = [w.policy_conv, w.value_conv]
         mat = np.concatenate([c.weights.reshape(c.outputs, -1) for c in convs]).astype(np.float64)
         scale = np.concatenate([c.scale for c in convs]).astype(np.float64)
         mean = np.concatenate([c.mean for c in convs]).astype(np.float64)
-        self.head_w = (mat * scale[:, None]).astype(np.float32)  # [3, F]
-        self.head_b = (-scale * mean).astype(np.float32).reshape(3, 1, 1, 1)
+        self.head_w = np.ascontiguousarray((mat * scale[:, None]).T.astype(np.float32))  # [F, 3]
+        self.head_b = (-scale * mean).astype(np.float32)  # [3]
         self.pol_w_t = np.ascontiguousarray(w.policy_fc_w.T)  # [722, 362]
         self.pol_b = w.policy_fc_b
         self.fc1_w_t = np.ascontiguousarray(w.value_fc1_w.T)  # [361, 256]
@@ -130,7 +138,7 @@ class NumpyBackend:
         """Forward pass of one slice of the batch with worker `worker`'s buffers."""
         batch = planes.shape[0]
         buf = self._get_buffers(batch, worker)
-        buf.inp[:, 1:1 + _B, 1:1 + _B, :] = planes.transpose(1, 2, 3, 0)
+        buf.inp[1:1 + _B, 1:1 + _B] = planes.transpose(2, 3, 0, 1)
         x = self._conv(buf, self.input_plan, buf.inp, buf.act[0], residual=None)
         spare = [buf.act[1], buf.act[2]]
         for first, second in self.tower:
@@ -145,32 +153,31 @@ class NumpyBackend:
               residual: np.ndarray | None) -> np.ndarray:
         """dst interior = ReLU(BN(conv3x3(src)) [+ residual interior]). Hot path."""
         c, k = plan.inputs, plan.outputs
-        batch = src.shape[3]
-        p = batch * TILES
-        tiles = buf.tiles[:36 * c * p].reshape(36, c * p)
-        np.copyto(tiles.reshape(6, 6, c, 5, 5, batch), tile_view(src))
-        v = buf.v[:36 * c * p].reshape(36, c * p)
-        np.matmul(BB, tiles, out=v)
-        m = buf.m[:36 * k * p].reshape(36, k, p)
-        np.matmul(plan.u, v.reshape(36, c, p), out=m)
-        y = buf.y[:16 * k * p].reshape(16, k * p)
-        np.matmul(AA, m.reshape(36, k * p), out=y)
-        np.add(output_tiles(y, k, batch), plan.shift, out=output_view(dst))
-        inner = dst[:, 1:1 + _B, 1:1 + _B, :]
+        batch = src.shape[2]
+        n = batch * c
+        v = input_transform(src, buf.t1[:WTILES * ALPHA * PADDED * n].reshape(WTILES, ALPHA, -1),
+                            buf.v[:36 * TILES * n].reshape(36, -1))
+        size = TILES * batch * k
+        m = buf.m[:36 * size].reshape(36, TILES * batch, k)
+        np.matmul(v, plan.u, out=m)
+        y = output_transform(m, batch, buf.y1[:TILE * ALPHA * size].reshape(TILE, -1),
+                             buf.y[:TILE * TILE * size].reshape(TILE, TILE, -1))
+        np.add(y, plan.shift_for(batch), out=output_view(dst))
+        inner = dst[1:1 + _B, 1:1 + _B]
         if residual is not None:
-            inner += residual[:, 1:1 + _B, 1:1 + _B, :]
+            inner += residual[1:1 + _B, 1:1 + _B]
         np.maximum(inner, 0.0, out=inner)
-        dst[:, 20, :, :] = 0.0  # row and column 20 of the last tiles are padding again
-        dst[:, :, 20, :] = 0.0
+        dst[20] = 0.0  # row and column 20 of the last tiles are padding again
+        dst[:, 20] = 0.0
         return dst
 
     def _forward_heads(self, x: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray]:
         f = self.filters
-        h = (self.head_w @ x.reshape(f, PADDED * PADDED * batch)).reshape(3, PADDED, PADDED, batch)
-        h += self.head_b
+        h = (x.reshape(PADDED * PADDED * batch, f) @ self.head_w).reshape(PADDED, PADDED,
+                                                                          batch, 3)
+        h = h[1:1 + _B, 1:1 + _B] + self.head_b
         np.maximum(h, 0.0, out=h)
-        # [3, 19, 19, B] -> [B, 3, 361]
-        h = h[:, 1:1 + _B, 1:1 + _B, :].transpose(3, 0, 1, 2).reshape(batch, 3, BOARD_SQUARES)
+        h = h.transpose(2, 3, 0, 1).reshape(batch, 3, BOARD_SQUARES)  # [B, 3, 361]
         pol_in = h[:, :2].reshape(batch, 2 * BOARD_SQUARES)
         logits = pol_in @ self.pol_w_t + self.pol_b
         hidden = h[:, 2] @ self.fc1_w_t + self.fc1_b
