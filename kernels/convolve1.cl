@@ -4,8 +4,7 @@
  *   w    float   [HEAD_OUTPUTS][C]             policy conv rows then the value conv row
  *   out  float   [B][HEAD_OUTPUTS][NUM_INTERSECTIONS]
  *   out = ReLU(scale * (w . in - mean)), per output channel.
- * Global size (>= NUM_INTERSECTIONS, B); any local size. The fully connected layers that
- * follow run on the host (leelaz/backends/opencl_backend.py says why).
+ * Global size (>= NUM_INTERSECTIONS, B); any local size.
  */
 __kernel void head_conv1x1(__global const store_t* restrict in, __global const float* restrict w,
                            __global const float* restrict mean,
@@ -32,4 +31,32 @@ __kernel void head_conv1x1(__global const store_t* restrict in, __global const f
         const float v = scale[o] * (acc[o] - mean[o]);
         out[(b * HEAD_OUTPUTS + o) * NUM_INTERSECTIONS + idx] = fmax(v, 0.0f);
     }
+}
+
+/* A fully connected layer on a batch: out[b][o] = [ReLU](bias[o] + sum_i W[o][i] in[b][i]).
+ *   in   float at in + in_offset + b * in_stride, n_in values per position
+ *   W    float [n_out][n_in] (row-major, as in the weights file), bias float [n_out]
+ *   out  float at out + out_offset + b * out_stride
+ * Used for the policy FC (722 -> 362) and the value FCs (361 -> 256 -> 1), so that only the
+ * logits and the value come back to the host. Global size (>= n_out, >= B); any local size.
+ */
+__kernel void fc_layer(__global const float* restrict in, const int in_offset,
+                       const int in_stride, __global const float* restrict W,
+                       __global const float* restrict bias, __global float* restrict out,
+                       const int out_offset, const int out_stride, const int n_in,
+                       const int n_out, const int B, const int relu)
+{
+    const int o = get_global_id(0);
+    const int b = get_global_id(1);
+    if (o >= n_out || b >= B) {
+        return;
+    }
+    __global const float* x = in + in_offset + b * in_stride;
+    __global const float* w = W + o * n_in;
+    float acc = 0.0f;
+    for (int i = 0; i < n_in; i++) {
+        acc = mad(w[i], x[i], acc);
+    }
+    acc += bias[o];
+    out[out_offset + b * out_stride + o] = relu ? fmax(acc, 0.0f) : acc;
 }

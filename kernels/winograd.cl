@@ -29,38 +29,10 @@ inline void at6(const float m0, const float m1, const float m2, const float m3,
     r[3] = SQ2_4 * (m1 - m2) + 2.0f * SQ2 * (m3 - m4) + m5;
 }
 
-/* V = Bt d B for every (tile p, channel c); zeros for padding rows and columns.
- * Global size (>= Ppad, >= Cpad); any local size. */
-__kernel void in_transform(__global const store_t* restrict in, __global store_t* restrict V,
-                           const int C, const int Cpad, const int P, const int Ppad)
+/* V[.][c][p] = Bt d B for one 6x6 input window d. */
+inline void transform_store_v(float d[6][6], __global store_t* restrict V, const int c,
+                              const int Cpad, const int p, const int Ppad)
 {
-    const int p = get_global_id(0);
-    const int c = get_global_id(1);
-    if (p >= Ppad || c >= Cpad) {
-        return;
-    }
-    float d[6][6];
-    if (p < P && c < C) {
-        const int b = p / TILES;
-        const int t = p - b * TILES;
-        const int ty = t / WTILES;
-        const int tx = t - ty * WTILES;
-        __global const store_t* plane = in + (b * C + c) * NUM_INTERSECTIONS;
-        for (int i = 0; i < 6; i++) {
-            const int y = ty * 4 + i - 1;
-            for (int j = 0; j < 6; j++) {
-                const int x = tx * 4 + j - 1;
-                const bool inside = y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;
-                d[i][j] = inside ? LOAD(plane, y * BOARD_SIZE + x) : 0.0f;
-            }
-        }
-    } else {
-        for (int i = 0; i < 6; i++) {
-            for (int j = 0; j < 6; j++) {
-                d[i][j] = 0.0f;
-            }
-        }
-    }
     float t[6][6];
     float r[6];
     for (int j = 0; j < 6; j++) {
@@ -76,6 +48,64 @@ __kernel void in_transform(__global const store_t* restrict in, __global store_t
             STORE(V, (i * 6 + j) * plane_stride + c * Ppad + p, r[j]);
         }
     }
+}
+
+/* The 6x6 window of tile p (< P) in channel c of NCHW activations; LOADER reads one value.
+ * Zero outside the board, and everywhere for padding rows (c >= C) and columns (p >= P). */
+#define GATHER_WINDOW(d, in, C, P, LOADER)                                                    \
+    if (p < P && c < C) {                                                                     \
+        const int b = p / TILES;                                                              \
+        const int tile = p - b * TILES;                                                       \
+        const int ty = tile / WTILES;                                                         \
+        const int tx = tile - ty * WTILES;                                                    \
+        const int plane = (b * C + c) * NUM_INTERSECTIONS;                                    \
+        for (int i = 0; i < 6; i++) {                                                         \
+            const int y = ty * 4 + i - 1;                                                     \
+            for (int j = 0; j < 6; j++) {                                                     \
+                const int x = tx * 4 + j - 1;                                                 \
+                const bool inside = y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;     \
+                d[i][j] = inside ? LOADER(in, plane + y * BOARD_SIZE + x) : 0.0f;             \
+            }                                                                                 \
+        }                                                                                     \
+    } else {                                                                                  \
+        for (int i = 0; i < 6; i++) {                                                         \
+            for (int j = 0; j < 6; j++) {                                                     \
+                d[i][j] = 0.0f;                                                               \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+#define LOAD_FLOAT(p, i) ((p)[(i)])
+
+/* V = Bt d B for every (tile p, channel c) of stored activations.
+ * Global size (>= Ppad, >= Cpad); any local size. */
+__kernel void in_transform(__global const store_t* restrict in, __global store_t* restrict V,
+                           const int C, const int Cpad, const int P, const int Ppad)
+{
+    const int p = get_global_id(0);
+    const int c = get_global_id(1);
+    if (p >= Ppad || c >= Cpad) {
+        return;
+    }
+    float d[6][6];
+    GATHER_WINDOW(d, in, C, P, LOAD)
+    transform_store_v(d, V, c, Cpad, p, Ppad);
+}
+
+/* The same for the network input, which always arrives as float32 planes (so the host never
+ * converts to half: NumPy's float16 conversion costs more than the upload). */
+__kernel void in_transform_input(__global const float* restrict in,
+                                 __global store_t* restrict V,
+                                 const int C, const int Cpad, const int P, const int Ppad)
+{
+    const int p = get_global_id(0);
+    const int c = get_global_id(1);
+    if (p >= Ppad || c >= Cpad) {
+        return;
+    }
+    float d[6][6];
+    GATHER_WINDOW(d, in, C, P, LOAD_FLOAT)
+    transform_store_v(d, V, c, Cpad, p, Ppad);
 }
 
 /* out = [ReLU](scale * (At M A - mean) [+ res]) for every (tile p < P, output channel k < K).

@@ -74,8 +74,6 @@ def main(argv=None) -> int:
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--gpu", type=int, nargs="*", default=None)
     p.add_argument("--json", help="also write the results here")
-    p.add_argument("--host-heads", action="store_true",
-                   help="also time the 1x1 head convs on the host at the largest batch")
     a = p.parse_args(argv)
     results = []
     for path in a.weights:
@@ -105,13 +103,6 @@ def main(argv=None) -> int:
                       f"winograd {eps * wino / 1e12:6.2f} TFLOP/s "
                       f"({100 * eps * wino / peak:5.1f}% of fp32 peak), direct-equivalent "
                       f"{eps * direct / 1e12:6.2f} TFLOP/s", flush=True)
-            if a.host_heads:
-                be.host_heads = True
-                batch = max(a.batches)
-                eps = time_batch(be, batch, a.seconds)
-                row["host_heads_evals_per_s"] = {batch: eps}
-                print(f"{name:8s} {precision:6s} batch {batch:4d}: {eps:9.1f} evals/s with the "
-                      f"1x1 head convs on the host", flush=True)
             results.append(row)
             del be
     if a.json:

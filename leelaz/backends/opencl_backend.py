@@ -8,10 +8,15 @@ Imports: numpy, pyopencl, backends.base/winograd/cl_program/tuner, and backends.
 lazily (self-check only).
 
 Per 3x3 convolution: in_transform -> sgemm_tn (36 batched products) -> out_transform_bn (batch
-norm, residual add and ReLU fused). The heads' 1x1 convolutions (with their batch norm and
-ReLU) run on the device, so only [B, 3, 361] floats come back; the fully connected layers run
-on the host, as in Leela Zero (reference 4.6): they are 0.7 MFLOP per position against
-4.8 GFLOP for a 20x256 tower, and NumPy's BLAS does them while the device is free.
+norm, residual add and ReLU fused). The heads run on the device too: the 1x1 convolutions (with
+batch norm and ReLU) and the fully connected layers, so one batch is one upload of float32
+planes, one enqueue sequence and one read-back of [B, 363] floats (362 logits, the value before
+tanh). Measured on an H100 (20x256, batch 256): with the 1x1 convs on the host instead,
+reading back the tower output halved the throughput; with the FC layers on the host, NumPy's
+time was a visible share of the batch.
+
+Padding is fixed (K to 128, C to 32) so that one upload of U serves every sgemm tile shape:
+the backend keeps one tuned shape for small batches and one for large ones.
 
 Half precision here means half *storage* (activations, U, V, M) with float arithmetic, which
 every OpenCL device supports through vload_half/vstore_half; it halves memory traffic.
@@ -28,14 +33,18 @@ import numpy as np
 import pyopencl as cl
 
 from leelaz.backends import BackendUnavailable
-from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, ConvBN,
-                                  NetWeights)
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
+                                  VALUE_HIDDEN, ConvBN, NetWeights)
 from leelaz.backends.cl_program import build_program, kernels, round_up
 from leelaz.backends.tuner import GemmParams, tune
 from leelaz.backends.winograd import transform_filter
 
 TILES = 25
 HEAD_OUTPUTS = 3
+RESULT_WIDTH = POLICY_OUTPUTS + 1  # per position: 362 logits, then the value before tanh
+K_MULTIPLE, C_MULTIPLE, P_MULTIPLE = 128, 32, 128  # padding that suits every sgemm shape
+#: Batches up to this size use the sgemm shape tuned for small batches.
+SMALL_BATCH = 16
 #: Local sizes of the transform kernels (their global sizes are rounded up to these).
 TRANSFORM_LOCAL = (32, 4)
 
@@ -94,18 +103,20 @@ def pick_device(gpus: list[int] | None = None, log=None) -> cl.Device:
 class _Conv3:
     """One 3x3 convolution's device-side weights (U padded, batch norm)."""
 
-    def __init__(self, ctx, conv: ConvBN, params: GemmParams, dtype):
+    def __init__(self, ctx, conv: ConvBN, dtype):
         k, c = conv.weights.shape[:2]
         self.k, self.c = k, c
-        self.kpad, self.cpad = round_up(k, params.mwg), round_up(c, params.kwg)
+        self.kpad, self.cpad = round_up(k, K_MULTIPLE), round_up(c, C_MULTIPLE)
         u = np.zeros((36, self.cpad, self.kpad), dtype)
         u[:, :c, :k] = transform_filter(conv.weights)
-        mf = cl.mem_flags
-        self.u = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=u)
-        self.mean = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                              hostbuf=np.ascontiguousarray(conv.mean, np.float32))
-        self.scale = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                               hostbuf=np.ascontiguousarray(conv.scale, np.float32))
+        self.u = _upload(ctx, u)
+        self.mean = _upload(ctx, conv.mean)
+        self.scale = _upload(ctx, conv.scale)
+
+
+def _upload(ctx, array: np.ndarray) -> cl.Buffer:
+    array = np.ascontiguousarray(array, np.float16 if array.dtype == np.float16 else np.float32)
+    return cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=array)
 
 
 class OpenCLBackend:
@@ -116,12 +127,10 @@ class OpenCLBackend:
     def __init__(self, weights: NetWeights, gpus: list[int] | None = None,
                  precision: str = "auto", batch_size: int = 8, tune: str = "fast",
                  quiet: bool = False, selfcheck: float = 0.0, selfcheck_tolerance: float = 0.2,
-                 device: cl.Device | None = None, params: GemmParams | None = None,
-                 host_heads: bool = False):
+                 device: cl.Device | None = None, params: GemmParams | None = None):
         if precision not in ("auto", "single", "half"):
             raise ValueError(f"precision must be auto, single or half, not {precision!r}")
         self.weights = weights
-        self.host_heads = host_heads  # 1x1 head convs on the host (to measure the choice)
         self.quiet = quiet
         self.selfcheck = selfcheck
         self.selfcheck_tolerance = selfcheck_tolerance
@@ -154,44 +163,58 @@ class OpenCLBackend:
         self.precision = "half" if half else "single"
         self.dtype = np.float16 if half else np.float32
         f = self.weights.filters
-        self.params = params or tune(self.ctx, self.queue, half, f, f, max(batch_size, 1),
-                                     tune_mode, None if self.quiet else self._log)
-        prog = build_program(self.ctx, {"STORAGE_HALF": int(half), **self.params.defines()})
-        self.k = kernels(prog)
+        batch_size = max(batch_size, 1)
+        log = None if self.quiet else self._log
+        large = params or tune(self.ctx, self.queue, half, f, f, batch_size, tune_mode, log)
+        small = large
+        if params is None and batch_size > SMALL_BATCH:
+            small = tune(self.ctx, self.queue, half, f, f, SMALL_BATCH // 2, tune_mode, log)
+        self.params = large
+        #: (largest batch, params, kernels) for each sgemm shape, smallest batches first.
+        self.gemms = [(SMALL_BATCH, small, self._kernels(small)),
+                      (None, large, self._kernels(large))]
+        self.k = self.gemms[-1][2]
         w = self.weights
-        self.input_conv = _Conv3(self.ctx, w.input_conv, self.params, self.dtype)
-        self.tower = [(_Conv3(self.ctx, a, self.params, self.dtype),
-                       _Conv3(self.ctx, b, self.params, self.dtype)) for a, b in w.tower]
+        self.input_conv = _Conv3(self.ctx, w.input_conv, self.dtype)
+        self.tower = [(_Conv3(self.ctx, a, self.dtype), _Conv3(self.ctx, b, self.dtype))
+                      for a, b in w.tower]
         heads = [w.policy_conv, w.value_conv]
-        mf = cl.mem_flags
-
-        def upload(a):
-            return cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                             hostbuf=np.ascontiguousarray(a, np.float32))
-
-        self.head_w = upload(np.concatenate([h.weights.reshape(h.outputs, f) for h in heads]))
-        self.head_mean = upload(np.concatenate([h.mean for h in heads]))
-        self.head_scale = upload(np.concatenate([h.scale for h in heads]))
+        self.head_w = _upload(self.ctx, np.concatenate([h.weights.reshape(h.outputs, f)
+                                                        for h in heads]))
+        self.head_mean = _upload(self.ctx, np.concatenate([h.mean for h in heads]))
+        self.head_scale = _upload(self.ctx, np.concatenate([h.scale for h in heads]))
+        self.fc = {name: (_upload(self.ctx, getattr(w, name + "_w")),
+                          _upload(self.ctx, getattr(w, name + "_b")))
+                   for name in ("policy_fc", "value_fc1", "value_fc2")}
         self.capacity = 0
-        self._grow(max(batch_size, 1))
+        self._grow(batch_size)
+
+    def _kernels(self, params: GemmParams) -> dict:
+        assert K_MULTIPLE % params.mwg == 0 and C_MULTIPLE % params.kwg == 0, params
+        assert P_MULTIPLE % params.nwg == 0, params
+        return kernels(build_program(self.ctx, {"STORAGE_HALF": int(self.half),
+                                                **params.defines()}))
 
     def _grow(self, batch: int) -> None:
         """(Re)allocate the activation and Winograd buffers for `batch` positions."""
-        p = self.params
         f = self.weights.filters
         item = np.dtype(self.dtype).itemsize
-        ppad = round_up(batch * TILES, p.nwg)
-        cpad = max(round_up(f, p.kwg), round_up(INPUT_CHANNELS, p.kwg))
-        kpad = round_up(f, p.mwg)
+        ppad = round_up(batch * TILES, P_MULTIPLE)
+        cpad = max(round_up(f, C_MULTIPLE), round_up(INPUT_CHANNELS, C_MULTIPLE))
+        kpad = round_up(f, K_MULTIPLE)
         mf = cl.mem_flags
-        self.planes_buf = cl.Buffer(self.ctx, mf.READ_ONLY,
-                                    batch * INPUT_CHANNELS * BOARD_SQUARES * item)
-        self.x_buf = cl.Buffer(self.ctx, mf.READ_WRITE, batch * f * BOARD_SQUARES * item)
-        self.t_buf = cl.Buffer(self.ctx, mf.READ_WRITE, batch * f * BOARD_SQUARES * item)
-        self.v_buf = cl.Buffer(self.ctx, mf.READ_WRITE, 36 * cpad * ppad * item)
-        self.m_buf = cl.Buffer(self.ctx, mf.READ_WRITE, 36 * kpad * ppad * item)
-        self.head_buf = cl.Buffer(self.ctx, mf.WRITE_ONLY,
-                                  batch * HEAD_OUTPUTS * BOARD_SQUARES * 4)
+
+        def buffer(nbytes):
+            return cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
+
+        self.planes_buf = buffer(batch * INPUT_CHANNELS * BOARD_SQUARES * 4)
+        self.x_buf = buffer(batch * f * BOARD_SQUARES * item)
+        self.t_buf = buffer(batch * f * BOARD_SQUARES * item)
+        self.v_buf = buffer(36 * cpad * ppad * item)
+        self.m_buf = buffer(36 * kpad * ppad * item)
+        self.head_buf = buffer(batch * HEAD_OUTPUTS * BOARD_SQUARES * 4)
+        self.hidden_buf = buffer(batch * VALUE_HIDDEN * 4)
+        self.result_buf = buffer(batch * RESULT_WIDTH * 4)
         self.capacity = batch
 
     def _auto_precision(self, batch_size: int, tune_mode: str,
@@ -217,23 +240,29 @@ class OpenCLBackend:
 
     # ---- forward -----------------------------------------------------------------------------
 
-    def _conv3(self, conv: _Conv3, src, dst, batch: int, residual: bool) -> None:
+    def _gemm_for(self, batch: int) -> tuple[GemmParams, dict]:
+        for limit, params, kernels_ in self.gemms:
+            if limit is None or batch <= limit:
+                return params, kernels_
+        raise AssertionError("unreachable")
+
+    def _conv3(self, conv: _Conv3, src, dst, batch: int, residual: bool, first: bool) -> None:
         """Enqueue one 3x3 convolution + batch norm (+ residual from dst) + ReLU."""
-        p = self.params
+        p, k = self._gemm_for(batch)
         tiles = batch * TILES
         ppad = round_up(tiles, p.nwg)
         lx, ly = TRANSFORM_LOCAL
         i32 = np.int32
-        self.k["in_transform"](self.queue, (round_up(ppad, lx), round_up(conv.cpad, ly)),
-                               TRANSFORM_LOCAL, src, self.v_buf, i32(conv.c), i32(conv.cpad),
-                               i32(tiles), i32(ppad))
+        k["in_transform_input" if first else "in_transform"](
+            self.queue, (round_up(ppad, lx), round_up(conv.cpad, ly)), TRANSFORM_LOCAL, src,
+            self.v_buf, i32(conv.c), i32(conv.cpad), i32(tiles), i32(ppad))
         gsize = (ppad // p.nwg * p.ndimc, conv.kpad // p.mwg * p.mdimc, 36)
-        self.k["sgemm_tn"](self.queue, gsize, p.local_size(), i32(conv.kpad), i32(ppad),
-                           i32(conv.cpad), conv.u, self.v_buf, self.m_buf)
-        self.k["out_transform_bn"](self.queue, (round_up(tiles, lx), round_up(conv.k, ly)),
-                                   TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale,
-                                   i32(conv.k), i32(conv.kpad), i32(tiles), i32(ppad),
-                                   i32(residual), i32(1))
+        k["sgemm_tn"](self.queue, gsize, p.local_size(), i32(conv.kpad), i32(ppad),
+                      i32(conv.cpad), conv.u, self.v_buf, self.m_buf)
+        k["out_transform_bn"](self.queue, (round_up(tiles, lx), round_up(conv.k, ly)),
+                              TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale,
+                              i32(conv.k), i32(conv.kpad), i32(tiles), i32(ppad),
+                              i32(residual), i32(1))
 
     def _layer_plan(self) -> list[tuple[_Conv3, cl.Buffer, cl.Buffer, bool]]:
         """(conv, source, destination, residual?) for every 3x3 layer, in order.
@@ -247,60 +276,70 @@ class OpenCLBackend:
             plan.append((second, self.t_buf, self.x_buf, True))
         return plan
 
-    def tower_outputs(self, planes: np.ndarray) -> list[np.ndarray]:
-        """Every 3x3 layer's output float32 [B, F, 361], read back one by one (for tests)."""
-        batch = planes.shape[0]
-        if batch > self.capacity:
-            self._grow(batch)
-        cl.enqueue_copy(self.queue, self.planes_buf, np.ascontiguousarray(planes, self.dtype))
-        outputs = []
-        for conv, src, dst, residual in self._layer_plan():
-            self._conv3(conv, src, dst, batch, residual)
-            out = np.empty((batch, conv.k, BOARD_SQUARES), self.dtype)
-            cl.enqueue_copy(self.queue, out, dst)
-            outputs.append(out.astype(np.float32))
-        return outputs
-
-    def forward_heads(self, planes: np.ndarray) -> np.ndarray:
-        """The heads' 1x1 conv outputs float32 [B, 3, 361] (policy 0-1, value 2), after BN+ReLU."""
+    def _enqueue_tower(self, planes: np.ndarray, read_each: bool = False) -> list[np.ndarray]:
+        """Upload the planes and enqueue every 3x3 layer; optionally read each output back."""
         planes = np.asarray(planes)
         batch = planes.shape[0]
         assert planes.shape[1:] in ((INPUT_CHANNELS, 19, 19), (INPUT_CHANNELS, BOARD_SQUARES)), \
             planes.shape
         if batch > self.capacity:
             self._grow(batch)
-        host_in = np.ascontiguousarray(planes, self.dtype)
-        cl.enqueue_copy(self.queue, self.planes_buf, host_in, is_blocking=False)
-        for conv, src, dst, residual in self._layer_plan():
-            self._conv3(conv, src, dst, batch, residual)
+        host_in = np.ascontiguousarray(planes, np.float32)
+        cl.enqueue_copy(self.queue, self.planes_buf, host_in, is_blocking=read_each)
+        outputs = []
+        for i, (conv, src, dst, residual) in enumerate(self._layer_plan()):
+            self._conv3(conv, src, dst, batch, residual, first=i == 0)
+            if read_each:
+                out = np.empty((batch, conv.k, BOARD_SQUARES), self.dtype)
+                cl.enqueue_copy(self.queue, out, dst)
+                outputs.append(out.astype(np.float32))
+        self._host_in = host_in  # alive until the blocking read at the end of the batch
+        return outputs
+
+    def tower_outputs(self, planes: np.ndarray) -> list[np.ndarray]:
+        """Every 3x3 layer's output float32 [B, F, 361], read back one by one (for tests)."""
+        return self._enqueue_tower(planes, read_each=True)
+
+    def _enqueue_heads(self, batch: int) -> None:
+        i32 = np.int32
         f = self.weights.filters
-        if self.host_heads:
-            return self._host_heads(batch)
         self.k["head_conv1x1"](self.queue, (round_up(BOARD_SQUARES, 32), batch), (32, 1),
                                self.x_buf, self.head_w, self.head_mean, self.head_scale,
-                               self.head_buf, np.int32(f), np.int32(batch))
+                               self.head_buf, i32(f), i32(batch))
+        fc = self.k["fc_layer"]
+        layers = [  # (name, input, offset, stride, output, offset, stride, n_in, n_out, relu)
+            ("policy_fc", self.head_buf, 0, HEAD_OUTPUTS * BOARD_SQUARES, self.result_buf, 0,
+             RESULT_WIDTH, 2 * BOARD_SQUARES, POLICY_OUTPUTS, 0),
+            ("value_fc1", self.head_buf, 2 * BOARD_SQUARES, HEAD_OUTPUTS * BOARD_SQUARES,
+             self.hidden_buf, 0, VALUE_HIDDEN, BOARD_SQUARES, VALUE_HIDDEN, 1),
+            ("value_fc2", self.hidden_buf, 0, VALUE_HIDDEN, self.result_buf, POLICY_OUTPUTS,
+             RESULT_WIDTH, VALUE_HIDDEN, 1, 0)]
+        for name, src, src_off, src_stride, dst, dst_off, dst_stride, n_in, n_out, relu in layers:
+            w, b = self.fc[name]
+            fc(self.queue, (round_up(n_out, 32), batch), (32, 1), src, i32(src_off),
+               i32(src_stride), w, b, dst, i32(dst_off), i32(dst_stride), i32(n_in), i32(n_out),
+               i32(batch), i32(relu))
+
+    def forward_heads(self, planes: np.ndarray) -> np.ndarray:
+        """The heads' 1x1 conv outputs float32 [B, 3, 361] (policy 0-1, value 2), after BN+ReLU."""
+        batch = planes.shape[0]
+        self._enqueue_tower(planes)
+        self._enqueue_heads(batch)
         heads = np.empty((batch, HEAD_OUTPUTS, BOARD_SQUARES), np.float32)
         cl.enqueue_copy(self.queue, heads, self.head_buf, is_blocking=True)
         return heads
 
-    def _host_heads(self, batch: int) -> np.ndarray:
-        """The heads' 1x1 convs on the host: reads back the whole tower output instead."""
-        w = self.weights
-        x = np.empty((batch, w.filters, BOARD_SQUARES), self.dtype)
-        cl.enqueue_copy(self.queue, x, self.x_buf, is_blocking=True)
-        heads = [w.policy_conv, w.value_conv]
-        weights = np.concatenate([h.weights.reshape(h.outputs, -1) for h in heads])
-        mean = np.concatenate([h.mean for h in heads])[None, :, None]
-        scale = np.concatenate([h.scale for h in heads])[None, :, None]
-        y = np.matmul(weights[None], x.astype(np.float32))
-        return np.maximum(scale * (y - mean), 0.0).astype(np.float32)
-
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch: planes [B, 18, 19, 19] -> (policy_logits [B, 362], value [B])."""
-        if len(planes) == 0:
+        batch = len(planes)
+        if batch == 0:
             return np.zeros((0, POLICY_OUTPUTS), np.float32), np.zeros(0, np.float32)
-        heads = self.forward_heads(planes)
-        policy, value = fully_connected(self.weights, heads)
+        self._enqueue_tower(planes)
+        self._enqueue_heads(batch)
+        result = np.empty((batch, RESULT_WIDTH), np.float32)
+        cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=True)
+        policy = np.ascontiguousarray(result[:, :POLICY_OUTPUTS])
+        value = ((1.0 + np.tanh(result[:, POLICY_OUTPUTS])) / 2.0).astype(np.float32)
         if self.selfcheck and self._rng.random() < self.selfcheck:
             self._check_one(planes, policy, value)
         return policy, value
@@ -325,13 +364,3 @@ class OpenCLBackend:
 def softmax(logits: np.ndarray) -> np.ndarray:
     e = np.exp(logits.astype(np.float64) - np.max(logits))
     return e / e.sum()
-
-
-def fully_connected(w: NetWeights, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Host part of the heads: policy FC, value FC1+ReLU, FC2, (1 + tanh) / 2."""
-    batch = heads.shape[0]
-    policy = heads[:, :2, :].reshape(batch, 2 * BOARD_SQUARES) @ w.policy_fc_w.T + w.policy_fc_b
-    hidden = np.maximum(heads[:, 2, :] @ w.value_fc1_w.T + w.value_fc1_b, 0.0)
-    v = (hidden @ w.value_fc2_w.T + w.value_fc2_b)[:, 0]
-    value = (1.0 + np.tanh(v)) / 2.0
-    return policy.astype(np.float32), value.astype(np.float32)
