@@ -4,7 +4,6 @@ from the Leela Zero 0.17 binary), gomill-explain_last_move."""
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import threading
@@ -16,7 +15,7 @@ import pytest
 from fake_evaluator import FakeEvaluator, HashEvaluator
 from gtp_session import Session, make_engine
 from leelaz.config import EngineConfig
-from leelaz.game.coords import BLACK, PASS, WHITE, parse_gtp_vertex, vertex
+from leelaz.game.coords import BLACK, WHITE, parse_gtp_vertex, vertex
 from leelaz.gtp import search_commands
 from leelaz.search.params import UNLIMITED
 

@@ -16,21 +16,20 @@ and it is what lets a backend batch.
 Statistics are kept from Black's side (see node.py); reports use the side to move.
 
 The clock: `think` starts and stops the state's TimeControl for the searching colour (the time
-spent is charged to it), and asks it for the budget, as LZ's UCTSearch::think does.
+spent is charged to it), and asks it for the budget, as LZ's UCTSearch::think does; the
+budget and the early stop live in search/timemanage.py.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import sys
 import time
 from typing import Callable, Protocol, Sequence
 
 from leelaz.game.coords import BLACK, PASS, gtp_vertex
-from leelaz.search import stats
+from leelaz.search import stats, timemanage
 from leelaz.search.choose import choose_move
-from leelaz.search.lcb import t_quantile
 from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
@@ -167,7 +166,7 @@ class UCTSearch:
         root_state = _to_move(state, color)
         self._restrictions = restrictions
         self._update_root(root_state, restrictions)
-        budget = self._budget_cs(root_state, color, tc, time_limit_cs)
+        budget = timemanage.budget_cs(p, root_state, color, tc, time_limit_cs)
         self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
         self._prepare_root(root_state, color)
         root = self.root
@@ -264,8 +263,9 @@ class UCTSearch:
                 continue
             if elapsed_cs >= budget_cs:
                 break
-            if mode != "off" and not self._have_alternate_moves(
-                    root_state, color, elapsed_cs, budget_cs, visits_cap, playouts_cap, mode):
+            if mode != "off" and not timemanage.have_alternate_moves(
+                    root, root_state, color, self.playouts, elapsed_cs, budget_cs, visits_cap,
+                    playouts_cap, mode, self.log):
                 break
         if interval_cs and on_progress and last_output == 0:
             on_progress(self._snapshot(root_state, color, start))
@@ -436,83 +436,6 @@ class UCTSearch:
         eps = p.dirichlet_epsilon
         for child, e in zip(root.children, eta):
             child.prior = child.prior * (1 - eps) + eps * (e / total)
-
-    # ------------------------------------------------------------------ time management
-    def _budget_cs(self, root_state, color, tc, time_limit_cs) -> int:
-        if time_limit_cs is not None:
-            return time_limit_cs
-        if tc is None:
-            return UNLIMITED
-        p = self.params
-        return tc.max_time_for_move(root_state.move_num, color, lagbuffer_cs=p.lagbuffer_cs,
-                                    timemanage=p.effective_timemanage() != "off")
-
-    def _have_alternate_moves(self, root_state, color, elapsed_cs, budget_cs, visits_cap,
-                              playouts_cap, mode) -> bool:
-        """Early stop: prune children that cannot catch up (LZ's prune_noncontenders)."""
-        root = self.root
-        pruned = self._prune_noncontenders(color, elapsed_cs, budget_cs, visits_cap,
-                                           playouts_cap, mode != "no_pruning")
-        if pruned < len(root.children) - 1:
-            return True
-        tc = getattr(root_state, "time_control", None)
-        cannot_bank = tc is not None and not tc.can_accumulate_time(color)
-        if (cannot_bank or playouts_cap < UNLIMITED) and mode != "fast":
-            return True
-        if budget_cs - elapsed_cs > 50:
-            self.log(f"{(budget_cs - elapsed_cs) / 100.0:.1f}s left, stopping early.\n")
-        return False
-
-    def _prune_noncontenders(self, color, elapsed_cs, budget_cs, visits_cap, playouts_cap,
-                             prune) -> int:
-        """Mark root children that cannot become the best move PRUNED (unless `prune` is
-        False, as in no_pruning mode); returns how many there are. Runs after every batch,
-        so the loops are inlined (hot path with fast evaluators)."""
-        root = self.root
-        children = root.children
-        white = color != BLACK
-        sqrt = math.sqrt
-        lcb_max = 0.0
-        n_first = 0
-        for c in children:
-            if c.status == INVALID:
-                continue
-            n = c.visits
-            if n:
-                if n > n_first:
-                    n_first = n
-                if n >= 2:
-                    q = c.black_wins / n
-                    if white:
-                        q = 1.0 - q
-                    lcb = q - t_quantile(n - 1) * sqrt(c.m2 / (n - 1) / n)
-                    if lcb > lcb_max:
-                        lcb_max = lcb
-        left = max(0, min(playouts_cap - self.playouts, visits_cap - root.visits))
-        if elapsed_cs >= 100 and self.playouts >= 100:
-            rate = self.playouts / elapsed_cs
-            left = min(left, math.ceil(rate * max(0, budget_cs - elapsed_cs)))
-        min_required = n_first - left
-        pruned = 0
-        for c in children:
-            status = c.status
-            if status == INVALID:
-                continue
-            n = c.visits
-            if n >= min_required:
-                contender = True
-            elif n:
-                q = c.black_wins / n
-                contender = (1.0 - q if white else q) >= lcb_max
-            else:
-                contender = False
-            if not contender:
-                pruned += 1
-            if prune:
-                new = ACTIVE if contender else PRUNED
-                if new != status:
-                    c.status = new
-        return pruned
 
     # ------------------------------------------------------------------ reports
     def _snapshot(self, root_state, color, start, move=None) -> SearchResult:

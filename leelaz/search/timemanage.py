@@ -1,0 +1,109 @@
+"""Time management: the thinking budget and the early stop (LZ's have_alternate_moves,
+prune_noncontenders and est_playouts_left; reference §3.7).
+
+Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `have_alternate_moves`.
+Imports: game.coords, search.lcb, search.node, search.params.
+
+Modes (--timemanage): `off` never stops early and spreads the clock over 72 moves instead of
+40; `on` prunes root children that cannot catch up and stops when one contender is left
+(unless time cannot be banked, or a playout limit is set); `fast` stops then even so;
+`no_pruning` (self-play with -n) only counts the non-contenders, so the visit distribution of
+the training data is not biased, and still stops early.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from leelaz.game.coords import BLACK
+from leelaz.search.lcb import t_quantile
+from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
+from leelaz.search.params import UNLIMITED, SearchParams
+
+
+def budget_cs(params: SearchParams, state, color: int, tc, time_limit_cs: int | None) -> int:
+    """Centiseconds to think: the explicit limit, else the clock's budget, else unlimited."""
+    if time_limit_cs is not None:
+        return time_limit_cs
+    if tc is None:
+        return UNLIMITED
+    return tc.max_time_for_move(state.move_num, color, lagbuffer_cs=params.lagbuffer_cs,
+                                timemanage=params.effective_timemanage() != "off")
+
+
+def playouts_left(root: UCTNode, playouts: int, elapsed_cs: int, budget: int,
+                  visits_cap: int, playouts_cap: int) -> int:
+    """Playouts that can still happen: the limits, and after 1 s and 100 playouts the
+    measured rate times the time left."""
+    left = max(0, min(playouts_cap - playouts, visits_cap - root.visits))
+    if elapsed_cs >= 100 and playouts >= 100:
+        rate = playouts / elapsed_cs
+        left = min(left, math.ceil(rate * max(0, budget - elapsed_cs)))
+    return left
+
+
+def prune_noncontenders(root: UCTNode, color: int, left: int, prune: bool) -> int:
+    """Mark root children that cannot become the best move PRUNED (unless `prune` is
+    False, as in no_pruning mode); returns how many there are. A child is a contender if
+    it has at least (most visits - `left`) visits, or a Q at least the best LCB. Runs
+    after every batch, so the loops are inlined (hot path with fast evaluators)."""
+    children = root.children
+    white = color != BLACK
+    sqrt = math.sqrt
+    lcb_max = 0.0
+    n_first = 0
+    for c in children:
+        if c.status == INVALID:
+            continue
+        n = c.visits
+        if n:
+            if n > n_first:
+                n_first = n
+            if n >= 2:
+                q = c.black_wins / n
+                if white:
+                    q = 1.0 - q
+                lcb = q - t_quantile(n - 1) * sqrt(c.m2 / (n - 1) / n)
+                if lcb > lcb_max:
+                    lcb_max = lcb
+    min_required = n_first - left
+    pruned = 0
+    for c in children:
+        status = c.status
+        if status == INVALID:
+            continue
+        n = c.visits
+        if n >= min_required:
+            contender = True
+        elif n:
+            q = c.black_wins / n
+            contender = (1.0 - q if white else q) >= lcb_max
+        else:
+            contender = False
+        if not contender:
+            pruned += 1
+        if prune:
+            new = ACTIVE if contender else PRUNED
+            if new != status:
+                c.status = new
+    return pruned
+
+
+def have_alternate_moves(root: UCTNode, state, color: int, playouts: int, elapsed_cs: int,
+                         budget: int, visits_cap: int, playouts_cap: int, mode: str,
+                         log: Callable[[str], None]) -> bool:
+    """False when the search should stop early: at most one contender is left and the time
+    saved can be banked (or the mode is `fast`). Prints `%.1fs left, stopping early.` when
+    that saves more than half a second."""
+    left = playouts_left(root, playouts, elapsed_cs, budget, visits_cap, playouts_cap)
+    pruned = prune_noncontenders(root, color, left, mode != "no_pruning")
+    if pruned < len(root.children) - 1:
+        return True
+    tc = getattr(state, "time_control", None)
+    cannot_bank = tc is not None and not tc.can_accumulate_time(color)
+    if (cannot_bank or playouts_cap < UNLIMITED) and mode != "fast":
+        return True
+    if budget - elapsed_cs > 50:
+        log(f"{(budget - elapsed_cs) / 100.0:.1f}s left, stopping early.\n")
+    return False
