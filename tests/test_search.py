@@ -374,3 +374,25 @@ def test_budget_comes_from_the_clock_and_the_search_is_charged():
     assert result.playouts > 0
     assert state.time_control.remaining_cs[BLACK] == 6000 - 10 * ev.calls  # charged
     assert state.time_control.remaining_cs[WHITE] == 6000
+
+
+def test_a_failing_evaluator_leaves_a_usable_search():
+    class Flaky(HashEvaluator):
+        fail = True
+
+        def evaluate(self, states, symmetry=None):
+            if len(self.batches) == 3 and self.fail:
+                self.fail = False
+                self.batches.append(0)
+                raise RuntimeError("device lost")
+            return super().evaluate(states, symmetry)
+
+    ev = Flaky()
+    search, _ = make_search(ev, max_visits=50, batch_size=4)
+    state = GameState()
+    with pytest.raises(RuntimeError):
+        search.think(state, BLACK, time_limit_cs=100000)
+    assert state.time_control._started[BLACK] is None  # the clock was stopped
+    result = search.think(state, BLACK, time_limit_cs=100000)
+    assert result.root_visits == 50
+    assert_no_pending_virtual_loss(search)

@@ -163,23 +163,28 @@ class UCTSearch:
         tc = getattr(state, "time_control", None) if use_clock else None
         if tc is not None:
             tc.start(color)
-        root_state = _to_move(state, color)
-        self._restrictions = restrictions
-        self._update_root(root_state, restrictions)
-        budget = timemanage.budget_cs(p, root_state, color, tc, time_limit_cs)
-        self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
-        self._prepare_root(root_state, color)
-        root = self.root
-        visits_cap = p.max_visits if max_visits is None else max_visits
-        playouts_cap = p.max_playouts if max_playouts is None else max_playouts
-        if root.has_children():
-            self._loop(root_state, color, start, budget, visits_cap, playouts_cap, on_progress,
-                       progress_interval_cs, should_stop, pondering=False)
-        for c in root.children:
-            if c.status == PRUNED:
-                c.status = ACTIVE
-        if tc is not None:
-            tc.stop(color)
+        try:
+            root_state = _to_move(state, color)
+            self._restrictions = restrictions
+            self._update_root(root_state, restrictions)
+            budget = timemanage.budget_cs(p, root_state, color, tc, time_limit_cs)
+            self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
+            self._prepare_root(root_state, color)
+            root = self.root
+            visits_cap = p.max_visits if max_visits is None else max_visits
+            playouts_cap = p.max_playouts if max_playouts is None else max_playouts
+            if root.has_children():
+                self._loop(root_state, color, start, budget, visits_cap, playouts_cap,
+                           on_progress, progress_interval_cs, should_stop, pondering=False)
+            for c in root.children:
+                if c.status == PRUNED:
+                    c.status = ACTIVE
+        except BaseException:
+            self.reset()  # a failed evaluation must not leave a half-updated tree behind
+            raise
+        finally:
+            if tc is not None:
+                tc.stop(color)
         if not root.has_children():
             result = stats.snapshot(root, color, root_state.move_num, move=PASS)
             self.last_result = result
@@ -201,19 +206,23 @@ class UCTSearch:
         disable_reuse = bool(restrictions is not None and restrictions.has_move_restrictions)
         if disable_reuse:
             self._last_state = None
-        root_state = state.copy()
-        self._restrictions = restrictions
-        self._update_root(root_state, restrictions)
-        self._prepare_root(root_state, color)
-        root = self.root
-        if root.has_children():
-            self._loop(root_state, color, start, UNLIMITED,
-                       p.max_visits if max_visits is None else max_visits,
-                       p.max_playouts if max_playouts is None else max_playouts,
-                       on_progress, progress_interval_cs, should_stop, pondering=True)
-        for c in root.children:
-            if c.status == PRUNED:
-                c.status = ACTIVE
+        try:
+            root_state = state.copy()
+            self._restrictions = restrictions
+            self._update_root(root_state, restrictions)
+            self._prepare_root(root_state, color)
+            root = self.root
+            if root.has_children():
+                self._loop(root_state, color, start, UNLIMITED,
+                           p.max_visits if max_visits is None else max_visits,
+                           p.max_playouts if max_playouts is None else max_playouts,
+                           on_progress, progress_interval_cs, should_stop, pondering=True)
+            for c in root.children:
+                if c.status == PRUNED:
+                    c.status = ACTIVE
+        except BaseException:
+            self.reset()
+            raise
         if root.has_children() and root.children:
             self.log("\n")
             root.sort_children(color, p.lcb_min_visit_ratio)
@@ -293,7 +302,15 @@ class UCTSearch:
         if not leaves:
             return
         began = time.monotonic()
-        evals = self.evaluator.evaluate([st for _, st in leaves])
+        try:
+            evals = self.evaluator.evaluate([st for _, st in leaves])
+            if len(evals) != len(leaves):
+                raise ValueError(f"evaluator answered {len(evals)} of {len(leaves)} states")
+        except BaseException:
+            for path, _ in leaves:  # leave no virtual loss behind: the tree stays usable
+                for node in path:
+                    node.virtual_loss -= vl
+            raise
         per_leaf = (time.monotonic() - began) / len(leaves)
         self._leaf_seconds = per_leaf if not self._leaf_seconds else \
             0.8 * self._leaf_seconds + 0.2 * per_leaf
