@@ -358,7 +358,7 @@ def _fail(text: str, start: int, k: int, source: str, what: str) -> SgfError:
 def parse_collection(text: str, source: str = "<text>") -> list[SgfGame]:
     """Every game of a collection; SgfError on the first bad game, or when there is none."""
     games = []
-    for item in _games(text, source):
+    for item in games_in_text(text, source):
         if isinstance(item, SgfError):
             raise item
         games.append(item)
@@ -367,7 +367,7 @@ def parse_collection(text: str, source: str = "<text>") -> list[SgfGame]:
     return games
 
 
-def _games(text: str, source: str) -> list[SgfGame | SgfError]:
+def games_in_text(text: str, source: str = "<text>") -> list[SgfGame | SgfError]:
     """Each game of the text, or the SgfError it raised, in order.
 
     Collections with one game per line (the shared data) are parsed line by line, which
@@ -441,7 +441,7 @@ def read_first_game(path: str | Path) -> SgfGame:
 def iter_file_games(path: str | Path) -> list[SgfGame | SgfError]:
     """Each game of a file in order, or the SgfError that game raised, so that one bad game
     does not stop the reading of a collection (dump_supervised, check_sgf_collection)."""
-    return _games(read_text(path), str(path))
+    return games_in_text(read_text(path), str(path))
 
 
 # ---- writing: Leela Zero's printsgf ----------------------------------------------------------
@@ -497,6 +497,6 @@ def format_printsgf(*, komi: float, clock_sgf: str, weights_path: str, result: s
 
 __all__ = [
     "PASS", "SgfError", "SgfGame", "SgfNode", "engine_player_name", "format_printsgf",
-    "iter_file_games", "parse_collection", "parse_game", "read_file", "read_first_game",
+    "games_in_text", "iter_file_games", "parse_collection", "parse_game", "read_file", "read_first_game",
     "read_text", "result_text", "split_games",
 ]
