@@ -188,3 +188,73 @@ def test_cache_is_fifo_and_bounded():
     assert cache.size == 6000
     cache.set_size_from_playouts(0, 0)
     assert cache.size == 150000
+
+
+# ---------------------------------------------------------------------- GTP: heatmap & co
+import io  # noqa: E402
+import re  # noqa: E402
+
+from leelaz.gtp import network_commands  # noqa: E402
+from leelaz.gtp.engine import GtpEngine  # noqa: E402
+from leelaz.gtp.protocol import GtpError  # noqa: E402
+
+
+@pytest.mark.parametrize("args, want", [((), [0]), (("3",), [3]), (("3x",), [3]),
+                                        (("all",), list(range(8))), (("avg",), ["average"]),
+                                        (("average",), ["average"]), (("07",), [7])])
+def test_heatmap_arguments(args, want):
+    assert network_commands.parse_symmetry(args) == want
+
+
+@pytest.mark.parametrize("bad", ["x", "8", "-1", "12", "", "allx"])
+def test_heatmap_bad_arguments(bad):
+    with pytest.raises(GtpError):
+        network_commands.parse_symmetry((bad,))
+
+
+def session(weights, lines, state=None):
+    out, err = io.StringIO(), io.StringIO()
+    engine = GtpEngine(state=state, out=out, err=err)
+    engine.network = Network(weights, NumpyBackend(weights, threads=1), seed=3)
+    network_commands.register(engine)
+    engine.feed(line + "\n" for line in lines)
+    engine.end_input()
+    engine.run()
+    return out.getvalue(), err.getvalue(), engine
+
+
+def test_heatmap_layout_and_errors_keep_serving(weights):
+    out, err, engine = session(weights, ["heatmap", "heatmap x", "heatmap all", "heatmap 9",
+                                         "1 heatmap avg"], state=game(["D4", "Q16"]))
+    assert out == "= \n\n? symmetry must be a number 0..7, all, average or avg\n\n= \n\n" \
+                  "? symmetry must be a number 0..7, all, average or avg\n\n=1 \n\n\n"
+    blocks = re.findall(r"((?:(?:[ \d]{3}\d? ){19}\n){19})pass: (\d+)\nwinrate: (\d\.\d{6})\n",
+                        err)
+    assert len(blocks) == 10 and err.count("\n") == 10 * 21
+    rows = blocks[0][0].splitlines()
+    assert all(len(r) == 19 * 4 and r.endswith(" ") for r in rows)
+    assert rows[15].split()[3] == "0"  # D4 (row 4 is the 16th line), a stone
+    assert rows[3].split()[15] == "0"  # Q16
+    ev = engine.network.evaluate([engine.state], symmetry=0, read_cache=False)[0]
+    assert int(rows[0].split()[0]) == int(np.float32(ev.policy[18 * 19]) * np.float32(1000))
+    assert blocks[0][2] == "%f" % ev.winrate
+
+
+def test_netbench_and_memory_report(weights):
+    out, err, engine = session(weights, ["netbench 6", "netbench 5 2", "netbench x",
+                                         "lz-memory_report"])
+    replies = out.split("\n\n")
+    assert replies[0] == "= " and replies[1] == "= " and replies[2] == "? syntax error"
+    assert re.search(r"^    6 evaluations in +\d+\.\d\d seconds -> \d+ n/s$", err, re.M)
+    assert re.search(r"^    5 evaluations in", err, re.M)
+    assert engine.network.evaluations == 11
+    assert replies[3].startswith("= Estimated total memory consumption: 86 MiB.\n"
+                                 "Network with overhead: 86 MiB / Search tree: 0 MiB / "
+                                 "Network cache: 0")
+
+
+def test_memory_report_arithmetic():
+    mib = 1024 * 1024
+    text = network_commands.memory_report_text(10 * mib, 100 * mib, 50 * mib)
+    assert text == ("Estimated total memory consumption: 260 MiB.\n"
+                    "Network with overhead: 95 MiB / Search tree: 110 MiB / Network cache: 55\n")

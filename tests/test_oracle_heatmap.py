@@ -142,3 +142,21 @@ def test_heatmaps_match_the_binary(lz_binary, random_weights, positions, blocks_
         assert abs(twin - owin) <= 0.001, where
     # The board must really vary: stones (zeros) and both colours to move occur.
     assert any((b[0] == 0).sum() > 50 for b in theirs)
+
+
+@pytest.mark.parametrize("blocks_, filters", [(1, 16), (4, 48)])
+def test_memory_report_matches_the_binary(lz_binary, random_weights, blocks_, filters):
+    weights = random_weights(blocks_, filters, seed=9)
+    commands = ["lz-memory_report", "heatmap", "lz-memory_report"]
+    r = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", weights],
+                       input="\n".join(commands + ["quit"]) + "\n", capture_output=True,
+                       text=True, timeout=120)
+    out, err = io.StringIO(), io.StringIO()
+    engine = GtpEngine(out=out, err=err)
+    engine.network = Network.from_file(weights)
+    network_commands.register(engine)
+    engine.feed(line + "\n" for line in commands)
+    engine.end_input()
+    engine.run()
+    assert "Network cache: 0\n\n\n= \n\n= Estimated" in r.stdout
+    assert out.getvalue().split("\n\n")[:3] == r.stdout.split("\n\n")[:3]
