@@ -3,6 +3,7 @@ source, and showboard's clock lines as the C++ Leela Zero 0.17 binary prints the
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -250,3 +251,38 @@ def test_sgf_round_trip():
     assert text == "TM[300]OT[10/60 Canadian]OW[6]BL[300]WL[40]"
     back = TimeControl.from_sgf("300", "10/60 Canadian", "300", "40", None, "6")
     assert back.display_lines() == tc.display_lines()
+
+
+# ---- the budget, against the binary's "Thinking at most" ------------------------------------
+
+def test_budget_matches_binary(lz_binary, random_weights):
+    """Each genmove prints its budget; one playout keeps the searches short. The clock each
+    budget reads was set just before (so the few centiseconds charged by earlier searches
+    never matter)."""
+    weights = random_weights(1, 8)
+    script = ["genmove b", "time_settings 600 30 5", "genmove w", "time_left b 20 3",
+              "genmove b", "kgs-time_settings byoyomi 100 30 5", "genmove w",
+              "time_left w 0 0", "genmove w", "kgs-time_settings absolute 900", "genmove b"]
+    ours = []
+    tc = TimeControl()
+    for move_num, color, setup in [(0, BLACK, None), (1, WHITE, ("ts", 600, 30, 5)),
+                                   (2, BLACK, ("left", BLACK, 2000, 3)),
+                                   (3, WHITE, ("byo", 100, 30, 5)),
+                                   (4, WHITE, ("left", WHITE, 0, 0)), (5, BLACK, ("abs", 900))]:
+        if setup and setup[0] == "ts":
+            tc = TimeControl.from_time_settings(*setup[1:])
+        elif setup and setup[0] == "byo":
+            tc = TimeControl.kgs_byoyomi(*setup[1:])
+        elif setup and setup[0] == "abs":
+            tc = TimeControl.kgs_absolute(*setup[1:])
+        elif setup:
+            tc.adjust_time(*setup[1:])
+        ours.append(tc.max_time_for_move(move_num, color, timemanage=False))
+    ours_on = TimeControl().max_time_for_move(0, BLACK)
+    for extra, expected in ((["--timemanage", "off"], ours), ([], [ours_on])):
+        proc = subprocess.run(
+            [lz_binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-p", "1", "-w", weights]
+            + extra, input="\n".join(script if extra else script[:1]) + "\n",
+            capture_output=True, text=True, timeout=120)
+        got = re.findall(r"Thinking at most ([\d.]+) seconds", proc.stderr)
+        assert got == [f"{cs / 100:.1f}" for cs in expected]
