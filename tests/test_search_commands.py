@@ -284,3 +284,12 @@ def test_genmove_and_analyze_with_a_real_network(random_weights):
     assert re.search(r"^info move \S+ visits \d+ winrate \d+ prior \d+ lcb \d+ order 0 pv ",
                      out.split("\n")[1])
     assert re.search(r"\nplay [A-T]\d+\n\n$", out)
+
+
+def test_time_left_ponders_only_when_allowed():
+    for allowed in (True, False):
+        s = session(ponder=allowed, visits=0)
+        calls = []
+        s.engine.search.ponder = lambda state, **kw: calls.append(1)
+        s.reply("time_left b 100 0")
+        assert calls == ([1] if allowed else [])

@@ -7,7 +7,8 @@ search.params, config.
 
 Wiring (done by `register`, so the composition root only has to set `engine.network` first):
     engine.search   UCTSearch(engine.network, params_from_config(engine.config), seed, diag)
-    engine.ponder   () -> None, think on the opponent's time until input (time_left uses it)
+    engine.ponder   () -> None, think on the opponent's time until input if pondering is
+                    allowed (time_left uses it)
     engine.choose_handicap_stone(state) -> vertex, a NOPASS search for Black (free handicap)
 A composition root that wants other search settings (batch size, say) may assign its own
 `engine.search` before or after `register`; the handlers always read `engine.search`.
@@ -119,6 +120,11 @@ class SearchCommands:
         search = getattr(self.engine, "search", None)
         return (search is not None and search.evaluator is not None and search.params.ponder
                 and self.engine.state.resigned is None)
+
+    def ponder_if_allowed(self) -> None:
+        """Pondering after time_left: only when allowed (not --noponder, nobody resigned)."""
+        if self._may_ponder():
+            self.ponder()
 
     def ponder(self, tags: AnalyzeTags | None = None, stream=None) -> None:
         """Search the current position until a new input line arrives (or a limit)."""
@@ -304,7 +310,7 @@ def register(engine) -> SearchCommands:
                                   rng=getattr(cfg, "seed", None), log=engine.diag)
     for event in ("clear_board", "boardsize", "loadsgf"):
         engine.subscribe(event, lambda: engine.search.reset())
-    engine.ponder = group.ponder
+    engine.ponder = group.ponder_if_allowed
     engine.choose_handicap_stone = group.choose_handicap_stone
     engine.add_command("genmove", group.genmove)
     engine.add_command("kgs-genmove_cleanup", group.genmove_cleanup)
