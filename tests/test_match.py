@@ -1,0 +1,98 @@
+"""scripts/match.py: statistics by hand, and short matches between scripted fake engines
+(resigning, passing, crashing, illegal moves)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+
+import pytest
+
+from paths import SCRIPTS
+
+sys.path.insert(0, str(SCRIPTS))
+import match  # noqa: E402  (scripts/ is not a package)
+
+FAKE = textwrap.dedent('''
+    import sys
+    behaviour = sys.argv[1]
+    moves = iter(["D4", "Q16", "D16", "Q4", "K10"] * 10)
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "quit":
+            print("=\\n", flush=True)
+            break
+        if cmd[0] == "genmove":
+            if behaviour == "crash":
+                sys.exit(3)
+            answer = {"resign": "resign", "pass": "pass", "same": "D4"}.get(behaviour)
+            print("= " + (answer or next(moves)) + "\\n", flush=True)
+        elif cmd[0] == "final_score":
+            print("= B+1.5\\n", flush=True)
+        else:
+            print("= \\n", flush=True)
+''')
+
+
+@pytest.fixture
+def fake(tmp_path):
+    path = tmp_path / "fake_engine.py"
+    path.write_text(FAKE)
+    return lambda behaviour: f"{sys.executable} {path} {behaviour}"
+
+
+def run(fake, tmp_path, one, two, games=2, extra=()):
+    sgf = tmp_path / "sgf"
+    argv = ["--engine1", fake(one), "--engine2", fake(two), "--games", str(games),
+            "--sgf-dir", str(sgf), "--timeout", "10", "--move-timeout", "10", *extra]
+    match.main(argv)
+    return sorted(p.read_text() for p in sgf.glob("game-*.sgf"))
+
+
+def test_elo_and_interval_by_hand():
+    assert match.elo(0.5) == 0.0
+    assert match.elo(0.75) == pytest.approx(400 * math.log10(3))  # 190.85
+    p, lo, hi = match.score_interval(30, 40)
+    assert p == 0.75
+    half = 1.96 * math.sqrt(0.75 * 0.25 / 40)  # 0.1342
+    assert (lo, hi) == pytest.approx((0.75 - half, 0.75 + half))
+
+
+def test_sprt_llr_and_bounds():
+    low, high = match.sprt_bounds(0.05, 0.05)
+    assert (low, high) == pytest.approx((-2.944439, 2.944439))
+    p1 = 1 / (1 + 10 ** (-35 / 400))  # 0.55030
+    assert match.sprt_llr(1, 0) == pytest.approx(math.log(p1 / 0.5))
+    assert match.sprt_llr(0, 1) == pytest.approx(math.log((1 - p1) / 0.5))
+    # 60 straight wins are decisive, a 50/50 record leans to H0.
+    assert match.sprt_llr(60, 0) > high
+    assert match.sprt_llr(100, 100) < 0
+
+
+def test_resigning_engine_loses_with_either_colour(fake, tmp_path, capsys):
+    games = run(fake, tmp_path, "play", "resign")
+    out = capsys.readouterr().out
+    assert "engine1: 2/2 = 100.0%" in out
+    assert any("RE[W+Resign]" in g for g in games) and any("RE[B+Resign]" in g for g in games)
+
+
+def test_two_passes_are_scored_by_tromp_taylor(fake, tmp_path, capsys):
+    games = run(fake, tmp_path, "pass", "pass", games=1)
+    # Empty board, komi 7.5: White wins by 7.5.
+    assert "RE[W+7.5]" in games[0] and ";B[];W[]" in games[0]
+
+
+def test_engine1_can_be_the_referee(fake, tmp_path):
+    games = run(fake, tmp_path, "pass", "pass", games=1, extra=("--referee", "engine1"))
+    assert "RE[B+1.5]" in games[0]
+
+
+def test_crash_and_illegal_moves_forfeit(fake, tmp_path, capsys):
+    games = run(fake, tmp_path, "play", "crash")
+    assert "engine1: 2/2" in capsys.readouterr().out
+    assert all("+Forfeit" in g for g in games)
+    games = run(fake, tmp_path, "same", "same", games=1)  # White repeats D4: occupied
+    assert "RE[B+Forfeit]" in games[0] and "illegal D4" in games[0]
