@@ -217,27 +217,36 @@ def test_free_handicap_grid():
 
 
 # ----------------------------------------------------------------------------- live oracle
-SESSION = [
-    "play b d4", "genmove b", "showboard", "undo", "showboard", "undo", "undo", "showboard",
-    "play w q16", "play b pass", "showboard", "kgs-genmove_cleanup w", "showboard", "undo",
-    "showboard",
-    "clear_board", "fixed_handicap 3", "showboard", "final_score", "undo", "genmove w",
-    "showboard", "genmove w", "showboard", "undo", "undo", "showboard",
-    "clear_board", "komi 0.5", "place_free_handicap 14", "showboard", "final_score",
-    "clear_board", "place_free_handicap 1", "showboard", "play b k10", "showboard",
-    "clear_board", "place_free_handicap 0", "showboard",
-    "clear_board", "place_free_handicap 25", "showboard",
+# Separate processes: the reference's assert build sometimes aborts in clear_board after a
+# genmove (`UCTNodePointer::get_tree_size() == 0`), a race in its tree deletion.
+SESSIONS = [
+    ["play b d4", "genmove b", "showboard", "undo", "showboard", "undo", "undo", "showboard",
+     "play w q16", "play b pass", "showboard", "kgs-genmove_cleanup w", "showboard", "undo",
+     "showboard"],
+    ["fixed_handicap 3", "showboard", "final_score", "undo", "genmove w", "showboard",
+     "genmove w", "showboard", "undo", "undo", "showboard"],
+    ["komi 0.5", "place_free_handicap 14", "showboard", "final_score",
+     "clear_board", "place_free_handicap 1", "showboard", "play b k10", "showboard",
+     "clear_board", "place_free_handicap 0", "showboard",
+     "clear_board", "place_free_handicap 25", "showboard"],
 ]
 
 
-def test_session_equals_reference(lz_binary, random_weights):
+def without_clock(text: str) -> str:
+    return "".join(line for line in text.splitlines(True)
+                   if not line.startswith(("Black time:", "White time:")))
+
+
+@pytest.mark.parametrize("session", SESSIONS, ids=["genmove-undo", "fixed", "free"])
+def test_session_equals_reference(lz_binary, random_weights, session):
     """Undo after genmove for the other side, kgs-genmove_cleanup's pass reset, handicaps,
-    final_score: every showboard byte for byte, every undo's success, the handicap replies."""
-    replies, boards = lz_session(lz_binary, random_weights(1, 8), SESSION)
-    assert len(replies) == len(SESSION) and len(boards) == SESSION.count("showboard")
+    final_score: every showboard byte for byte (bar the clock), every undo's success, the
+    handicap replies."""
+    replies, boards = lz_session(lz_binary, random_weights(1, 8), session)
+    assert len(replies) == len(session) and len(boards) == session.count("showboard")
     state = GameState()
     shown = iter(boards)
-    for command, reply in zip(SESSION, replies):
+    for command, reply in zip(session, replies):
         name = command.split()[0]
         if name == "undo":
             assert state.undo() == (reply == "")
@@ -245,7 +254,8 @@ def test_session_equals_reference(lz_binary, random_weights):
             state.set_passes(0)
             replay(state, "genmove w", reply)
         elif name == "showboard":
-            assert showboard_text(state) == next(shown), SESSION.index(command)
+            # The reference's clock runs during genmove; ours is not charged here.
+            assert without_clock(showboard_text(state)) == without_clock(next(shown))
         elif name == "final_score":
             score = state.final_score()
             assert reply == (f"B+{score:.1f}" if score > 0.1 else f"W+{-score:.1f}")

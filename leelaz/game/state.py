@@ -16,18 +16,20 @@ LZ details kept on purpose (reference §6.2, §6.5):
   move is what `undo` goes back to and what `moves()` reports, as LZ's game_history snapshots
   are. (After `play b D4`, `genmove b`, `undo`, White is to move again, as in LZ.)
 - The ko-hash history survives `anchor()`, so handicap stones count for superko.
+- The ko point is closed to both colours for one move (LZ's is_move_legal), checked against
+  the binary in tests/test_state.py.
+
+LZ quirks *not* copied: LZ's undo restores a whole snapshot, komi and handicap included, so
+`komi 6.5`, `play b d4`, `undo` brings back the komi of before, and `fixed_handicap 2`,
+`play w a1`, `undo` forgets the handicap (final_score B+353.5 instead of B+351.5). Here komi
+and handicap belong to the game and undo leaves them alone.
 """
 
 from __future__ import annotations
 
 from leelaz.game.board import Board
 from leelaz.game.coords import EMPTY, NUM_VERTICES, PASS, RESIGN, Color, Vertex
-
-
-def _new_time_control():
-    # Lazy import: the clock module is independent of the board and is only needed here.
-    from leelaz.game.timecontrol import TimeControl
-    return TimeControl()
+from leelaz.game.timecontrol import TimeControl
 
 
 class GameState:
@@ -37,7 +39,7 @@ class GameState:
                  "_ko_hashes", "_pushed")
 
     def __init__(self, komi: float = 7.5) -> None:
-        self.time_control = _new_time_control()
+        self.time_control = TimeControl()  # shared by copies; replaced by time_settings
         self.reset(komi)
 
     def reset(self, komi: float | None = None) -> None:
@@ -51,9 +53,7 @@ class GameState:
         self.history: list[Board] = [self.board]
         self._ko_hashes = [self.board.ko_hash]   # every position of the game, for superko
         self._pushed: Board | None = None       # history[-1] as pushed, if changed since
-        reset_clocks = getattr(self.time_control, "reset_clocks", None)
-        if reset_clocks is not None:
-            reset_clocks()
+        self.time_control.reset_clocks()
 
     def copy(self) -> GameState:
         """A state that can move on independently; positions and clock are shared (hot path)."""
