@@ -175,3 +175,23 @@ def test_unreadable_file_leaves_the_game_alone(name, folder, ours):
     assert ours.reply(f"loadsgf {folder}/missing.sgf 3") == "? cannot load file\n\n"
     assert (ours.ask("showboard")[1], ours.reply("printsgf"), ours.reply("move_history")) \
         == before
+
+
+@pytest.mark.parametrize("commands", [
+    ("time_settings 100 30 5",),
+    ("time_settings 100 30 5", "time_left b 20 3", "time_left w 0 0"),
+    ("time_settings 0 10 1", "play b d4"),
+    ("time_settings 0 10 0",),
+    ("time_settings 300 0 0", "time_left w 125 0"),
+    ("kgs-time_settings none",),
+    ("kgs-time_settings absolute 90",),
+    ("kgs-time_settings canadian 60 300 25", "time_left w 0 0", "time_left b 200 7"),
+    ("kgs-time_settings byoyomi 60 30 5", "time_left b 0 0", "time_left w 12 3"),
+])
+def test_clock_commands(commands, lz, ours):
+    """The clock as showboard and printsgf report it after time commands."""
+    for engine in (lz, ours):
+        engine.ask("clear_board")
+    for command in commands:
+        assert ours.reply(command) == lz.ask(command), command
+    compare_position(lz, ours, " / ".join(commands))
