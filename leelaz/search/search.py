@@ -226,10 +226,7 @@ class UCTSearch:
         if root.has_children() and root.children:
             self.log("\n")
             root.sort_children(color, p.lcb_min_visit_ratio)
-            for line in stats.dump_stats_lines(root, color, p.lcb_min_visit_ratio):
-                self.log(line)
-            for line in stats.tree_stats_lines(root):
-                self.log(line)
+            self._dump_stats(root, color)
             self.log(f"\n{root.visits} visits, {self.nodes} nodes\n\n")
         result = stats.snapshot(root, color, root_state.move_num, playouts=self.playouts,
                                 nodes=self.nodes, elapsed=time.monotonic() - start,
@@ -461,6 +458,16 @@ class UCTSearch:
                               elapsed=time.monotonic() - start,
                               ratio=self.params.lcb_min_visit_ratio)
 
+    def _dump_stats(self, root: UCTNode, color: int) -> None:
+        """The ` -> ` lines and the tree statistics (none when the best child is unvisited)."""
+        if self.params.quiet:
+            return
+        lines = stats.dump_stats_lines(root, color, self.params.lcb_min_visit_ratio)
+        if lines:
+            lines += stats.tree_stats_lines(root)
+        for line in lines:
+            self.log(line)
+
     def _log_playouts(self, color) -> None:
         if self.params.quiet:
             return
@@ -475,10 +482,7 @@ class UCTSearch:
         root = self.root
         root.sort_children(color, p.lcb_min_visit_ratio)
         self.log("\n")
-        for line in stats.dump_stats_lines(root, color, p.lcb_min_visit_ratio):
-            self.log(line)
-        for line in stats.tree_stats_lines(root):
-            self.log(line)
+        self._dump_stats(root, color)
         elapsed = time.monotonic() - start
         elapsed_cs = int(elapsed * 100)
         self.log(f"{root.visits} visits, {self.nodes} nodes, {self.playouts} playouts, "
