@@ -25,7 +25,7 @@ from collections import Counter
 from multiprocessing import Pool
 from pathlib import Path
 
-from leelaz.game.sgf import SgfError, SgfGame, games_in_text, read_text
+from leelaz.game.sgf import SgfError, SgfGame, games_in_text, parse_game, read_text
 from leelaz.game.sgf_replay import mainline_moves, start_state, state_from_sgf, winner
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tygem-9d"
@@ -72,9 +72,13 @@ def check_file(args: tuple[str, bool, int]) -> tuple[str, Counter, Counter, dict
         outcomes["skipped: unreadable file"] += 1
         examples["skipped: unreadable file"] = str(exc)
         return path, outcomes, supervised, examples
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     if limit:   # the first lines: exactly `limit` games in one-game-per-line collections
-        text = "\n".join(text.splitlines()[:limit])
-    items = games_in_text(text, path)
+        lines = lines[:limit]
+    if all(ln.lstrip().startswith("(") for ln in lines):
+        items = _line_games(lines, path)   # one game per line: one game in memory at a time
+    else:
+        items = iter(games_in_text("\n".join(lines), path))
     for item in items:
         if isinstance(item, SgfError):
             outcome, left_out = "skipped: " + reason(item), None
@@ -87,6 +91,17 @@ def check_file(args: tuple[str, bool, int]) -> tuple[str, Counter, Counter, dict
         if left_out:
             supervised[left_out] += 1
     return path, outcomes, supervised, examples
+
+
+def _line_games(lines: list[str], path: str):
+    """Each line parsed as one game, or its SgfError (a line that is not exactly one
+    whole game, such as a truncated one, is an error here rather than dropped)."""
+    for i, line in enumerate(lines):
+        source = f"{path}: game {i + 1}"
+        try:
+            yield parse_game(line, source, whole=True)
+        except SgfError as exc:
+            yield exc
 
 
 def collection_files(paths: list[str]) -> list[str]:

@@ -251,3 +251,11 @@ def test_printsgf_text_parses_back():
     back = [n.move() for n in game.mainline()[1:]]
     from leelaz.game.coords import parse_sgf_vertex
     assert [(c, parse_sgf_vertex(p)) for c, p in back] == moves
+
+
+def test_whole_asks_for_exactly_one_complete_game():
+    assert parse_game("(;GM[1];B[aa])  \n", whole=True).mainline()[1].get("B") == "aa"
+    with pytest.raises(SgfError, match="a '\\)' is missing"):
+        parse_game("(;GM[1];B[aa]", "x", whole=True)
+    with pytest.raises(SgfError, match="text after the end of the game"):
+        parse_game("(;GM[1];B[aa])(;GM[1])", "x", whole=True)

@@ -86,7 +86,7 @@ def split_games(text: str) -> list[str]:
 
 # ---- the tree -----------------------------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class SgfNode:
     """One node: its properties (name -> list of values, in file order) and its children.
 
@@ -117,7 +117,7 @@ class SgfNode:
         return None
 
 
-@dataclass
+@dataclass(slots=True)
 class SgfGame:
     """One game of a collection: its root node and where it came from (for messages)."""
     root: SgfNode
@@ -169,14 +169,20 @@ def _snippet(text: str, pos: int) -> str:
     return repr(piece + ("..." if len(text) > pos + 20 else ""))
 
 
-def parse_game(text: str, source: str = "<text>") -> SgfGame:
+def parse_game(text: str, source: str = "<text>", whole: bool = False) -> SgfGame:
     """Parse the first game tree in text (normally one element of split_games).
 
     Text before the first `(` and after the game's closing `)` is ignored, and so is a
-    missing closing `)` at the end. Raises SgfError, with source in the message, for
-    anything it cannot make sense of.
+    missing closing `)` at the end, unless `whole` asks for the text to be exactly one
+    complete game (one line of a one-game-per-line collection). Raises SgfError, with source
+    in the message, for anything it cannot make sense of.
     """
-    return _parse(text, source)[0]
+    game, alone, closed = _parse(text, source)
+    if whole and not closed:
+        raise SgfError(f"{source}: the game is not closed (a ')' is missing)")
+    if whole and not alone:
+        raise SgfError(f"{source}: text after the end of the game")
+    return game
 
 
 class _Bad(Exception):
