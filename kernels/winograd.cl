@@ -3,7 +3,7 @@
  * Layouts (P = batch * TILES tile columns, padded to Ppad; C, K padded to Cpad, Kpad):
  *   activations  store_t [B][C][NUM_INTERSECTIONS]   (NCHW, row-major board, idx = y*19 + x)
  *   V            store_t [36][Cpad][Ppad]            V[xi*6+nu][c][p] = (Bt d B)[xi][nu]
- *   M            store_t [36][Kpad][Ppad]            output of the sgemm
+ *   M            mstore_t [36][Kpad][Ppad]           output of the sgemm (float if M_FLOAT)
  * Tile p = b * TILES + ty * WTILES + tx reads padded rows 4ty..4ty+5 (board rows 4ty-1..4ty+4).
  */
 
@@ -111,7 +111,7 @@ __kernel void in_transform_input(__global const float* restrict in,
 /* out = [ReLU](scale * (At M A - mean) [+ res]) for every (tile p < P, output channel k < K).
  * `res` may alias `out` (each element is read and written by the same work item).
  * Global size (>= P, >= K); any local size. */
-__kernel void out_transform_bn(__global const store_t* restrict M, __global store_t* out,
+__kernel void out_transform_bn(__global const mstore_t* restrict M, __global store_t* out,
                                __global const store_t* res,
                                __global const float* restrict mean,
                                __global const float* restrict scale,
@@ -129,7 +129,7 @@ __kernel void out_transform_bn(__global const store_t* restrict M, __global stor
     for (int j = 0; j < 6; j++) {
         float m[6];
         for (int i = 0; i < 6; i++) {
-            m[i] = LOAD(M, (i * 6 + j) * plane_stride + k * Ppad + p);
+            m[i] = LOADM(M, (i * 6 + j) * plane_stride + k * Ppad + p);
         }
         at6(m[0], m[1], m[2], m[3], m[4], m[5], r);
         for (int i = 0; i < 4; i++) {

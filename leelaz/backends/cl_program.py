@@ -16,11 +16,13 @@ import numpy as np
 import pyopencl as cl
 
 #: Files concatenated, in this order, into every program (common.cl first: the others use it).
-KERNEL_FILES = ("common.cl", "winograd.cl", "sgemm.cl", "convolve1.cl")
+KERNEL_FILES = ("common.cl", "winograd.cl", "sgemm.cl", "sgemm_tc.cl", "convolve1.cl")
 
 #: Board geometry the kernels are built for (reference notes 4.6).
 BOARD_DEFINES = {"BOARD_SIZE": 19, "NUM_INTERSECTIONS": 361, "WTILES": 5, "TILES": 25,
                  "HEAD_OUTPUTS": 3}
+#: Switches every program defines, overridden by the caller's.
+DEFAULT_DEFINES = {"STORAGE_HALF": 0, "M_FLOAT": 0, "TENSOR_CORES": 0, "PREFETCH": 0}
 
 
 @lru_cache(maxsize=1)
@@ -53,11 +55,11 @@ def defines_text(defines: dict[str, int | str]) -> str:
 
 
 def program_source(defines: dict[str, int | str]) -> str:
-    return defines_text({**BOARD_DEFINES, **defines}) + "\n".join(
+    return defines_text({**BOARD_DEFINES, **DEFAULT_DEFINES, **defines}) + "\n".join(
         read_source(n) for n in KERNEL_FILES)
 
 
-_PROGRAMS: dict[tuple, cl.Program] = {}
+_PROGRAMS: dict[tuple, tuple[cl.Context, cl.Program]] = {}
 
 
 def build_program(context: cl.Context, defines: dict[str, int | str]) -> cl.Program:
@@ -68,12 +70,13 @@ def build_program(context: cl.Context, defines: dict[str, int | str]) -> cl.Prog
     """
     key = (id(context), tuple(d.int_ptr for d in context.devices),
            tuple(sorted(defines.items())))
-    prog = _PROGRAMS.get(key)
-    if prog is None:
+    entry = _PROGRAMS.get(key)
+    if entry is None:
         prog = cl.Program(context, program_source(defines)).build(
             options=["-cl-mad-enable"])
-        _PROGRAMS[key] = prog
-    return prog
+        # The entry holds the context too, so its id() cannot be reused by a new context.
+        entry = _PROGRAMS[key] = (context, prog)
+    return entry[1]
 
 
 @dataclass
@@ -107,14 +110,17 @@ SIGNATURES = {
     "in_transform_input": (None, None, I32, I32, I32, I32),
     "out_transform_bn": (None, None, None, None, None, I32, I32, I32, I32, I32, I32),
     "sgemm_tn": (I32, I32, I32, None, None, None),
+    "sgemm_tc": (I32, I32, I32, None, None, None),
     "head_conv1x1": (None, None, None, None, None, I32, I32),
     "fc_layer": (None, I32, I32, None, None, None, I32, I32, I32, I32, I32, I32),
 }
 
 
 def kernels(program: cl.Program) -> dict[str, ClKernel]:
-    """Every kernel of `program`, wrapped."""
-    return {name: ClKernel(cl.Kernel(program, name), sig) for name, sig in SIGNATURES.items()}
+    """Every kernel of `program`, wrapped (sgemm_tc exists only when TENSOR_CORES is 1)."""
+    present = {k.function_name for k in program.all_kernels()}
+    return {name: ClKernel(cl.Kernel(program, name), sig) for name, sig in SIGNATURES.items()
+            if name in present}
 
 
 def round_up(x: int, multiple: int) -> int:

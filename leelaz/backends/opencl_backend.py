@@ -192,6 +192,7 @@ class OpenCLBackend:
     def _kernels(self, params: GemmParams) -> dict:
         assert K_MULTIPLE % params.mwg == 0 and C_MULTIPLE % params.kwg == 0, params
         assert P_MULTIPLE % params.nwg == 0, params
+        assert self.half or not params.tc, params
         return kernels(build_program(self.ctx, {"STORAGE_HALF": int(self.half),
                                                 **params.defines()}))
 
@@ -211,7 +212,7 @@ class OpenCLBackend:
         self.x_buf = buffer(batch * f * BOARD_SQUARES * item)
         self.t_buf = buffer(batch * f * BOARD_SQUARES * item)
         self.v_buf = buffer(36 * cpad * ppad * item)
-        self.m_buf = buffer(36 * kpad * ppad * item)
+        self.m_buf = buffer(36 * kpad * ppad * 4)  # float when the tensor-core sgemm runs
         self.head_buf = buffer(batch * HEAD_OUTPUTS * BOARD_SQUARES * 4)
         self.hidden_buf = buffer(batch * VALUE_HIDDEN * 4)
         self.result_buf = buffer(batch * RESULT_WIDTH * 4)
@@ -256,9 +257,9 @@ class OpenCLBackend:
         k["in_transform_input" if first else "in_transform"](
             self.queue, (round_up(ppad, lx), round_up(conv.cpad, ly)), TRANSFORM_LOCAL, src,
             self.v_buf, i32(conv.c), i32(conv.cpad), i32(tiles), i32(ppad))
-        gsize = (ppad // p.nwg * p.ndimc, conv.kpad // p.mwg * p.mdimc, 36)
-        k["sgemm_tn"](self.queue, gsize, p.local_size(), i32(conv.kpad), i32(ppad),
-                      i32(conv.cpad), conv.u, self.v_buf, self.m_buf)
+        k[p.kernel_name()](self.queue, p.global_size(conv.kpad, ppad), p.local_size(),
+                           i32(conv.kpad), i32(ppad), i32(conv.cpad), conv.u, self.v_buf,
+                           self.m_buf)
         k["out_transform_bn"](self.queue, (round_up(tiles, lx), round_up(conv.k, ly)),
                               TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale,
                               i32(conv.k), i32(conv.kpad), i32(tiles), i32(ppad),

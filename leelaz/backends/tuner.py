@@ -22,12 +22,16 @@ import pyopencl as cl
 
 from leelaz.backends.cl_program import build_program, kernels, round_up
 
-TUNER_VERSION = 1
+TUNER_VERSION = 2
 
 
 @dataclass(frozen=True)
 class GemmParams:
-    """Tile sizes of sgemm_tn; see kernels/sgemm.cl for their meaning and preconditions."""
+    """Tile sizes of sgemm_tn; see kernels/sgemm.cl for their meaning and preconditions.
+
+    With tc=1 the shape is kernels/sgemm_tc.cl's instead (NVIDIA, half storage): MWG x NWG per
+    work-group of MDIMC x NDIMC warps, each warp MWG/MDIMC x NWG/NDIMC; kwg must be 16.
+    """
 
     mwg: int = 32
     nwg: int = 32
@@ -37,12 +41,23 @@ class GemmParams:
     vwm: int = 2
     vwn: int = 2
     pf: int = 0  # PREFETCH: next tile's global loads staged in registers
+    tc: int = 0  # tensor cores (sgemm_tc)
 
     def defines(self) -> dict[str, int]:
+        if self.tc:
+            return {"TENSOR_CORES": 1, "M_FLOAT": 1, "STORAGE_HALF": 1,
+                    "TC_WM": self.mwg // self.mdimc, "TC_WN": self.nwg // self.ndimc,
+                    "TC_WARPS_M": self.mdimc, "TC_WARPS_N": self.ndimc,
+                    **GemmParams().defines()}  # sgemm_tn is built too: keep it small
         return {"MWG": self.mwg, "NWG": self.nwg, "KWG": self.kwg, "MDIMC": self.mdimc,
                 "NDIMC": self.ndimc, "VWM": self.vwm, "VWN": self.vwn, "PREFETCH": self.pf}
 
     def valid(self, device: cl.Device) -> bool:
+        if self.tc:
+            return ("NVIDIA" in device.platform.name and self.kwg == 16
+                    and self.mwg % (16 * self.mdimc) == 0 and self.nwg % (16 * self.ndimc) == 0
+                    and 32 * self.mdimc * self.ndimc <= device.max_work_group_size
+                    and (self.mwg // self.mdimc // 16) * (self.nwg // self.ndimc // 16) <= 8)
         threads = self.mdimc * self.ndimc
         local_bytes = 4 * self.kwg * (self.mwg + self.nwg)
         return (self.mwg % (self.mdimc * self.vwm) == 0 and self.nwg % (self.ndimc * self.vwn) == 0
@@ -53,8 +68,17 @@ class GemmParams:
                 and (not self.pf or (self.kwg * self.mwg // 4 % threads == 0
                                      and self.kwg * self.nwg // 4 % threads == 0)))
 
+    def kernel_name(self) -> str:
+        return "sgemm_tc" if self.tc else "sgemm_tn"
+
     def local_size(self) -> tuple[int, int, int]:
+        if self.tc:
+            return (32, self.mdimc * self.ndimc, 1)
         return (self.ndimc, self.mdimc, 1)
+
+    def global_size(self, kpad: int, ppad: int) -> tuple[int, int, int]:
+        lx, ly, _ = self.local_size()
+        return (ppad // self.nwg * lx, kpad // self.mwg * ly, 36)
 
     def key(self) -> str:
         return ",".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -72,6 +96,13 @@ FAST = [
     GemmParams(128, 128, 16, 16, 16, 4, 4, 1), GemmParams(128, 128, 8, 16, 16, 4, 4, 1),
     GemmParams(128, 128, 16, 16, 16, 2, 2, 1), GemmParams(128, 128, 32, 16, 16, 4, 4, 1),
     GemmParams(32, 64, 16, 8, 16, 2, 2), GemmParams(64, 32, 16, 16, 8, 2, 2),
+]
+#: Tensor-core shapes (NVIDIA, half storage only): warps of 32x32 .. 64x64 outputs.
+FAST_TC = [
+    GemmParams(64, 64, 16, 2, 2, tc=1), GemmParams(64, 128, 16, 2, 2, tc=1),
+    GemmParams(128, 64, 16, 2, 2, tc=1), GemmParams(128, 128, 16, 2, 2, tc=1),
+    GemmParams(128, 128, 16, 4, 4, tc=1), GemmParams(32, 128, 16, 1, 4, tc=1),
+    GemmParams(64, 128, 16, 2, 4, tc=1), GemmParams(32, 64, 16, 1, 2, tc=1),
 ]
 
 
@@ -137,7 +168,7 @@ class _Problem:
         mf = cl.mem_flags
         self.u_buf = cl.Buffer(ctx, mf.READ_WRITE, self.u.nbytes)
         self.v_buf = cl.Buffer(ctx, mf.READ_WRITE, self.v.nbytes)
-        self.m_buf = cl.Buffer(ctx, mf.READ_WRITE, 36 * self.kmax * self.pmax * self.u.itemsize)
+        self.m_buf = cl.Buffer(ctx, mf.READ_WRITE, 36 * self.kmax * self.pmax * 4)
         self.queue = queue
 
     def shapes(self, params: GemmParams) -> tuple[int, int, int]:
@@ -151,17 +182,17 @@ class _Problem:
             return float("inf")
         u = np.ascontiguousarray(self.u[:, :cpad, :kpad])
         v = np.ascontiguousarray(self.v[:, :cpad, :ppad])
-        cl.enqueue_copy(self.queue, self.u_buf, u)
-        cl.enqueue_copy(self.queue, self.v_buf, v)
         try:
+            cl.enqueue_copy(self.queue, self.u_buf, u)
+            cl.enqueue_copy(self.queue, self.v_buf, v)
             prog = build_program(ctx, {"STORAGE_HALF": int(self.dtype == np.float16),
                                        **params.defines()})
-            gemm = kernels(prog)["sgemm_tn"]
-            gsize = (ppad // params.nwg * params.ndimc, kpad // params.mwg * params.mdimc, 36)
+            gemm = kernels(prog)[params.kernel_name()]
+            gsize = params.global_size(kpad, ppad)
             args = (np.int32(kpad), np.int32(ppad), np.int32(cpad), self.u_buf, self.v_buf,
                     self.m_buf)
             gemm(self.queue, gsize, params.local_size(), *args)
-            got = np.empty((36, kpad, ppad), self.dtype)
+            got = np.empty((36, kpad, ppad), np.float32 if params.tc else self.dtype)
             cl.enqueue_copy(self.queue, got, self.m_buf)
             if not self._correct(u, v, got):
                 return float("inf")
@@ -171,7 +202,7 @@ class _Problem:
                 gemm(self.queue, gsize, params.local_size(), *args)
             self.queue.finish()
             return (time.perf_counter() - start) / repeats
-        except (cl.Error, RuntimeError):
+        except (cl.Error, RuntimeError, KeyError):
             return float("inf")
 
     def _correct(self, u, v, got) -> bool:
@@ -197,17 +228,26 @@ def tune(ctx: cl.Context, queue: cl.CommandQueue, half: bool, k: int, c: int, ba
     if mode == "none" or (mode == "fast" and cached is not None):
         return cached or DEFAULT
     if candidates is None:
-        candidates = FAST if mode == "fast" else full_candidates()
-    candidates = [p for p in candidates if p.valid(device)]
+        candidates = (FAST if mode == "fast" else full_candidates()) + (FAST_TC if half else [])
+    candidates = [p for p in candidates if p.valid(device) and (half or not p.tc)]
     if log:
         log(f"Started OpenCL SGEMM tuner ({mode}, {len(candidates)} candidates, "
             f"k={k} c={c} batch={batch}).")
     problem = _Problem(ctx, queue, half, k, c, batch, pad=128)
+    # Tensor-core variants run in a context of their own: a device fault there (a sticky
+    # error on NVIDIA) must not poison the context the backend and the other variants use.
+    tc_ctx = tc_problem = None
     repeats = max(3, min(50, int(2e10 // (36 * k * c * batch * 25 * 2 + 1))))
     timed = []
     verbose = log is not None and os.environ.get("LEELAZ_TUNER_VERBOSE")
     for params in candidates:
-        seconds = problem.run(ctx, params, repeats)
+        if params.tc and tc_problem is None:
+            tc_ctx = cl.Context([device])
+            tc_problem = _Problem(tc_ctx, cl.CommandQueue(tc_ctx), half, k, c, batch, pad=128)
+        if params.tc:
+            seconds = tc_problem.run(tc_ctx, params, repeats)
+        else:
+            seconds = problem.run(ctx, params, repeats)
         if np.isfinite(seconds):
             timed.append((seconds, params))
         if verbose:
