@@ -163,6 +163,8 @@ class UCTSearch:
         tc = getattr(state, "time_control", None) if use_clock else None
         if tc is not None:
             tc.start(color)
+        if restrictions is not None and restrictions.has_move_restrictions:
+            self._last_state = None  # a reused tree may hold avoided moves
         try:
             root_state = _to_move(state, color)
             self._restrictions = restrictions
@@ -503,7 +505,8 @@ class UCTSearch:
         self.explanation = (f"move {mn}, {'B' if color == BLACK else 'W'} => "
                             f"{gtp_vertex(move)}\nPlayouts: {root.visits}, Win: {win:5.2f}%, "
                             f"PV: {pv}")
-        self._last_state = root_state
+        restricted = r is not None and r.has_move_restrictions
+        self._last_state = None if restricted else root_state
         self._restrictions = None
         self.last_result = record
         return record
