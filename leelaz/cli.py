@@ -5,6 +5,8 @@ messages, the log file, and `build_engine`, the one place that wires game state,
 search and the GTP command groups together. Imports: anything (the only such module).
 
 Differences from Leela Zero, on purpose:
+- Without -g the engine still speaks GTP (after the licence text on stdout); Leela Zero's
+  own console mode is not reproduced.
 - With no -w and no default network (neither Leela Zero's default path nor a network shipped
   in the package's weights/ folder), the engine still starts and serves the commands that need
   no network, and says so on stderr. With -w FILE, a missing or bad file is an error (exit 1).

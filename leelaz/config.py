@@ -65,12 +65,18 @@ class EngineConfig:
         return self.timemanage
 
     @property
-    def sgf_options_comment(self) -> str:
-        """printsgf's C[] text: `Leela Zero options: <argv>[ --seed N]` (seed when random)."""
-        text = "Leela Zero options: " + " ".join(self.command_line)
+    def sgf_options(self) -> str:
+        """The argv part of printsgf's comment: ` <arg>` per argument, then ` --seed N` when
+        the seed was random (so the game can be replayed)."""
+        text = "".join(" " + a for a in self.command_line)
         if not self.seed_given and self.seed is not None:
             text += f" --seed {self.seed}"
         return text
+
+    @property
+    def sgf_options_comment(self) -> str:
+        """printsgf's C[] text: `Leela Zero options: <argv>[ --seed N]`."""
+        return "Leela Zero options:" + self.sgf_options
 
     def with_(self, **changes) -> "EngineConfig":
         return replace(self, **changes)

@@ -145,6 +145,11 @@ def test_startup_lines_with_a_network_like_lz(lz_binary, random_weights):
     lz_lines = [x for x in lz.stderr.splitlines() if not x.startswith("BLAS Core")]
     assert err.splitlines()[:4] == lz_lines[:4]  # threads, seed, net shape, CPU-only
     assert "PB[Leela Zero 0.17 net-1x8-]" in out
+    theirs = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "-s", "5", "-w", net],
+                            input="printsgf\n", capture_output=True, text=True, timeout=30)
+    comment = [x for x in theirs.stdout.splitlines() if x.startswith("C[")]
+    assert comment == [x for x in out.splitlines() if x.startswith("C[")] == \
+        [f"C[Leela Zero options: --cpu-only -g -t 1 -s 5 -w {net}]"]
 
 
 def test_bad_weights_file_is_an_error(tmp_path):

@@ -347,10 +347,7 @@ class BoardCommands:
 
     def _sgf_text(self) -> str:
         from leelaz.game.sgf_replay import sgf_from_state
-        cfg = self.engine.config
-        options = "".join(" " + a for a in cfg.command_line)
-        if not cfg.seed_given and cfg.seed is not None:
-            options += f" --seed {cfg.seed}"
+        options = self.engine.config.sgf_options
         return sgf_from_state(self.state, weights_path=self._weights_path(), options=options,
                               result=self._result(), date=time.strftime("%Y-%m-%d"))
 
