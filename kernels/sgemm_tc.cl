@@ -9,21 +9,22 @@
  * Built only when TENSOR_CORES is 1 (the tuner offers it on NVIDIA devices for half storage,
  * and keeps it only if its NumPy check passes). Our own code; it uses only documented PTX.
  *
- * Defines: TC_WM, TC_WN (multiples of 16), TC_WARPS_M, TC_WARPS_N. Local size
+ * Defines: TC_WM, TC_WN (multiples of 16), TC_WARPS_M, TC_WARPS_N, TC_SS (the state space
+ * of the fragment loads and stores: ".global", or "" for generic addresses). Local size
  * (32, TC_WARPS_M * TC_WARPS_N, 1); global size (32 * Ppad / NWG, local_y * Kpad / MWG, 36)
  * with MWG = TC_WM * TC_WARPS_M, NWG = TC_WN * TC_WARPS_N. Cpad % 16 == 0.
  */
 #if TENSOR_CORES
 
 #define TC_LOAD_A(r, ptr, ld)                                                                 \
-    __asm__ __volatile__("wmma.load.a.sync.aligned.col.m16n16k16.global.f16 "                         \
+    __asm__ __volatile__("wmma.load.a.sync.aligned.col.m16n16k16" TC_SS ".f16 "                         \
                  "{%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"                                       \
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]),    \
                    "=r"(r[6]), "=r"(r[7])                                                     \
                  : "l"((ulong)(ptr)), "r"(ld))
 
 #define TC_LOAD_B(r, ptr, ld)                                                                 \
-    __asm__ __volatile__("wmma.load.b.sync.aligned.row.m16n16k16.global.f16 "                         \
+    __asm__ __volatile__("wmma.load.b.sync.aligned.row.m16n16k16" TC_SS ".f16 "                         \
                  "{%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"                                       \
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]),    \
                    "=r"(r[6]), "=r"(r[7])                                                     \
@@ -41,7 +42,7 @@
                    "f"(d[2]), "f"(d[3]), "f"(d[4]), "f"(d[5]), "f"(d[6]), "f"(d[7]))
 
 #define TC_STORE(ptr, d, ld)                                                                  \
-    __asm__ __volatile__("wmma.store.d.sync.aligned.row.m16n16k16.global.f32 "                        \
+    __asm__ __volatile__("wmma.store.d.sync.aligned.row.m16n16k16" TC_SS ".f32 "                        \
                  "[%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"                                       \
                  :                                                                            \
                  : "l"((ulong)(ptr)), "f"(d[0]), "f"(d[1]), "f"(d[2]), "f"(d[3]), "f"(d[4]),  \

@@ -5,8 +5,9 @@ For each weights file and precision: build the backend (tuning the sgemm at the 
 check it against the NumPy backend on a few positions (max relative policy error, max value
 error), then time `forward` at each batch size for about `--seconds` each. FLOP rates count the
 Winograd products actually executed (2*36*25*K*C per 3x3 layer and position) and also the direct
-convolution they stand for (2*361*9*K*C); peak is CUs x 128 lanes x 2 x clock, the fp32 peak of
-an NVIDIA SM (no tensor cores are used), so the fraction only means something there.
+convolution they stand for (2*361*9*K*C). Peak: CUs x 128 lanes x 2 x clock, the fp32 peak of an
+NVIDIA SM, or, when the tuner chose the tensor-core sgemm, CUs x 4096 x clock, the dense fp16
+tensor peak of a Hopper SM; the fractions only mean something on such devices.
 
     python scripts/bench_opencl.py -w net.txt --precision single half --batches 1 8 64 256
 """
@@ -87,10 +88,11 @@ def main(argv=None) -> int:
             be = OpenCLBackend(weights, gpus=a.gpu, precision=precision,
                                batch_size=max(a.batches), tune=a.tune)
             dev = be.device
-            peak = dev.max_compute_units * 128 * 2 * dev.max_clock_frequency * 1e6
+            per_clock = 4096 if be.params.tc else 256
+            peak = dev.max_compute_units * per_clock * dev.max_clock_frequency * 1e6
             row = {"net": name, "precision": precision, "device": dev.name.strip(),
                    "params": be.params.key(), "setup_s": time.perf_counter() - t0,
-                   "peak_fp32_flops": peak, "evals_per_s": {}}
+                   "peak_flops": peak, "tensor_cores": bool(be.params.tc), "evals_per_s": {}}
             if not a.no_check:
                 row.update(check(be, weights))
                 print(f"# {name} {precision}: vs NumPy policy rel err "
@@ -101,7 +103,8 @@ def main(argv=None) -> int:
                 row["evals_per_s"][batch] = eps
                 print(f"{name:8s} {precision:6s} batch {batch:4d}: {eps:9.1f} evals/s  "
                       f"winograd {eps * wino / 1e12:6.2f} TFLOP/s "
-                      f"({100 * eps * wino / peak:5.1f}% of fp32 peak), direct-equivalent "
+                      f"({100 * eps * wino / peak:5.1f}% of {'fp16 tensor' if be.params.tc else 'fp32'}"
+                      f" peak), direct-equivalent "
                       f"{eps * direct / 1e12:6.2f} TFLOP/s", flush=True)
             results.append(row)
             del be

@@ -147,8 +147,11 @@ class OpenCLBackend:
             self._setup(precision == "half", batch_size, tune, params)
         except cl.Error as e:
             raise BackendUnavailable(f"OpenCL failed on this device: {e}") from None
+        small = self.gemms[0][1]
         self._log(f"OpenCL: using {'fp16 storage' if self.half else 'fp32'} "
-                  f"({self.precision} precision), sgemm {self.params.key()}.")
+                  f"({self.precision} precision), sgemm {self.params.key()}"
+                  + (f"; batches <= {SMALL_BATCH}: {small.key()}." if small != self.params
+                     else "."))
 
     # ---- set-up ------------------------------------------------------------------------------
 
