@@ -237,6 +237,11 @@ def load_network(cfg: EngineConfig, path: str | None, say):
                          symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
 
 
+def _numpy_version() -> str:
+    import numpy
+    return numpy.__version__
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join((str(exc) or type(exc).__name__).split())
 
@@ -307,6 +312,7 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         say(f"Using OpenCL batch size of {batch}\n")
     say(f"Using {threads} thread(s).\n")
     say(f"RNG seed: {cfg.seed}\n")
+    say(f"BLAS Core: NumPy {_numpy_version()}.\n")  # GoReviewPartner waits for this line
     path = find_weights(cfg)
     if cfg.weights is not None and not os.path.isfile(cfg.weights):
         stderr.write(f"Could not open weights file: {cfg.weights}\n")
