@@ -48,10 +48,37 @@ def test_tygem_sample_moves_match_regex_reading(tygem_dir):
 
 def test_fast_and_general_paths_agree_on_real_games(tygem_dir):
     for name, line in _sample_lines(tygem_dir, files=1, per_file=60):
-        fast = sgf._parse_fast(line, 0, name)
         general = sgf._parse_general(line, 0, name)
-        assert _tree(fast[0].root) == _tree(general[0].root)
-        assert fast[1:] == general[1:] == (True, True)
+        for path in (sgf._parse_fast, sgf._parse_moves_run):
+            fast = path(line, 0, name)
+            assert _tree(fast[0].root) == _tree(general[0].root)
+            assert fast[1:] == general[1:] == (True, True)
+
+
+@pytest.mark.parametrize("text", [
+    "(;GM[1]C[x;B[pd];W[dd])",            # a move run that starts inside a value
+    "(;GM[1]C[x;B[pd]];W[dd])",
+    "(;GM[1];C[hi];B[pd];W[dd])\n",
+    "(;GM[1](;B[aa];W[bb])(;B[cc];W[dd]))",
+    "(;GM[1];B[aa](;W[bb])(;W[cc];B[dd]))",
+    "(;GM[1];B[aa];W[bb]",                # no closing paren
+    "(;GM[1]PB[a(b)];B[aa];W[bb])  ",
+    "(;B[aa];W[bb])",                      # a move in the root node
+    "(;B[aa])",
+])
+def test_all_paths_agree_on_awkward_texts(text):
+    def result(parse):
+        try:
+            got = parse(text, 0, "t")
+        except (SgfError, sgf._Bad):
+            return "error"
+        return None if got is None else (_tree(got[0].root), got[1], got[2])
+    general = result(sgf._parse_general)
+    assert result(lambda *a: sgf._parse(text, "t")) == general
+    fast = result(sgf._parse_fast)
+    assert fast in (general, "error")     # the fast path may hand a text on, never differ
+    run = result(sgf._parse_moves_run)
+    assert run in (general, "error", None)
 
 
 def test_read_file_on_a_collection(tygem_dir, tmp_path):

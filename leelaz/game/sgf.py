@@ -261,10 +261,38 @@ def _parse(text: str, source: str) -> tuple[SgfGame, bool, bool]:
         raise SgfError(f"{source}: no game (no '(' in the text)")
     if "\\" not in text:
         try:
-            return _parse_fast(text, start, source)
+            return _parse_moves_run(text, start, source) or _parse_fast(text, start, source)
         except _Bad:
             pass                      # the general path finds the same error and its place
     return _parse_general(text, start, source)
+
+
+#: A game's tail made only of plain move nodes and its closing `)`: `;B[pd];W[dd])`.
+_MOVES_RUN = re.compile(r"(?:;[BW]\[[a-z]{0,2}\])+\)\s*\Z")
+_RUN_MOVE = re.compile(r";([BW])\[([a-z]{0,2})\]")
+
+
+def _parse_moves_run(text: str, start: int, source: str) -> tuple[SgfGame, bool, bool] | None:
+    """The commonest shape, a root and a plain run of moves to the end (every game of the
+    shared collections): the head goes through _parse_fast, the run through one findall.
+    None when the text is not like that; _Bad when the head is malformed."""
+    m = _MOVES_RUN.search(text, text.find(";", start) + 1)   # the root stays in the head
+    if m is None:
+        return None
+    try:
+        game, _, closed = _parse_fast(text[:m.start()] + ")", start, source)
+    except SgfError:
+        return None
+    if not closed:
+        return None                     # the head had open variations: not this shape
+    node = game.root
+    while node.children:
+        node = node.children[0]
+    for color, point in _RUN_MOVE.findall(m.group()):
+        child = SgfNode({color: [point]})
+        node.children.append(child)
+        node = child
+    return game, True, True
 
 
 def _parse_fast(text: str, start: int, source: str) -> tuple[SgfGame, bool, bool]:
