@@ -72,14 +72,15 @@ class _Bar:
         self.start = time.time()
         try:
             from tqdm import tqdm
-            self._tqdm = tqdm(total=total, unit="game", file=sys.stderr, smoothing=0.1)
+            self._tqdm = tqdm(total=total, unit="game", file=sys.stderr, smoothing=0.1,
+                             mininterval=1.0)
         except ImportError:
             self._tqdm = None
 
     def update_to(self, done: int) -> None:
         if self._tqdm is not None:
             self._tqdm.update(done - self.done)
-        elif time.time() - self._last >= 2 or done >= self.total:
+        elif done != self.done and (time.time() - self._last >= 2 or done >= self.total):
             self._last = time.time()
             rate = done / max(time.time() - self.start, 1e-9)
             print(f"{done}/{self.total} games ({rate:.0f} games/s)", file=sys.stderr, flush=True)
