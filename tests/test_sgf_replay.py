@@ -314,3 +314,12 @@ def test_real_games_end_in_gnugo_position(gnugo, tygem_dir, tmp_path):
 def _stones(state: GameState, color: int):
     from leelaz.game.coords import ALL_VERTICES
     return [v for v in ALL_VERTICES if state.board.square[v] == color]
+
+
+def test_variations_are_not_checked():
+    # LZ-DIFF: the binary answers "cannot load file" for both (verified): it replays every
+    # variation while loading. Only the main line matters to a loaded game, so we load them.
+    v = parse_sgf_vertex
+    assert state_from_sgf(parse_game("(;GM[1];B[aa](;W[bb])(;W[zz]))")).moves() == [
+        (BLACK, v("aa")), (WHITE, v("bb"))]
+    assert state_from_sgf(parse_game("(;GM[1];B[aa](;W[bb])(;W[aa]))")).move_num == 2
