@@ -10,7 +10,7 @@
  * and keeps it only if its NumPy check passes). Our own code; it uses only documented PTX.
  *
  * Defines: TC_WM, TC_WN (multiples of 16), TC_WARPS_M, TC_WARPS_N, TC_SS (the state space
- * of the fragment loads and stores: ".global", or "" for generic addresses). Local size
+ * of the fragment loads and stores: ".global", or "" for generic addresses), TC_PREFETCH. Local size
  * (32, TC_WARPS_M * TC_WARPS_N, 1); global size (32 * Ppad / NWG, local_y * Kpad / MWG, 36)
  * with MWG = TC_WM * TC_WARPS_M, NWG = TC_WN * TC_WARPS_N. Cpad % 16 == 0.
  */
@@ -75,6 +75,52 @@ void sgemm_tc(const int Kpad, const int Ppad, const int Cpad,
             }
         }
     }
+#if TC_PREFETCH
+    /* The next step's fragments are loaded before this step's products are issued, so the
+     * loads' latency overlaps the tensor-core work (the asm statements keep their order). */
+    uint a[TC_FM][8];
+    uint b[TC_FN][8];
+    uint na[TC_FM][8];
+    uint nb[TC_FN][8];
+#pragma unroll
+    for (int i = 0; i < TC_FM; i++) {
+        TC_LOAD_A(a[i], U + m0 + i * 16, Kpad);
+    }
+#pragma unroll
+    for (int j = 0; j < TC_FN; j++) {
+        TC_LOAD_B(b[j], V + n0 + j * 16, Ppad);
+    }
+    for (int c = 0; c < Cpad; c += 16) {
+        const int cn = c + 16 < Cpad ? c + 16 : c;  /* the last step reloads itself */
+#pragma unroll
+        for (int i = 0; i < TC_FM; i++) {
+            TC_LOAD_A(na[i], U + cn * Kpad + m0 + i * 16, Kpad);
+        }
+#pragma unroll
+        for (int j = 0; j < TC_FN; j++) {
+            TC_LOAD_B(nb[j], V + cn * Ppad + n0 + j * 16, Ppad);
+        }
+#pragma unroll
+        for (int i = 0; i < TC_FM; i++) {
+#pragma unroll
+            for (int j = 0; j < TC_FN; j++) {
+                TC_MMA(acc[i][j], a[i], b[j]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < TC_FM; i++) {
+            for (int e = 0; e < 8; e++) {
+                a[i][e] = na[i][e];
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < TC_FN; j++) {
+            for (int e = 0; e < 8; e++) {
+                b[j][e] = nb[j][e];
+            }
+        }
+    }
+#else
     for (int c = 0; c < Cpad; c += 16) {
         uint a[TC_FM][8];
         uint b[TC_FN][8];
@@ -94,6 +140,7 @@ void sgemm_tc(const int Kpad, const int Ppad, const int Cpad,
             }
         }
     }
+#endif
 #pragma unroll
     for (int i = 0; i < TC_FM; i++) {
 #pragma unroll

@@ -2,7 +2,7 @@
 # On the lent GPU machine (the device tool): NVIDIA OpenCL set-up, the OpenCL tests, our
 # evals/s table, and C++ Leela Zero 0.17 --benchmark on the same random networks.
 #
-#   bash scripts/bench_gpu.sh [STAGES]     STAGES from: test ours lz  (default: all three)
+#   bash scripts/bench_gpu.sh [STAGES]     STAGES from: test ours chooser lz  (default: all)
 #
 # Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (scripts/
 # pack_reference_gpu.sh) carried. Nets are generated here with scripts/make_random_weights.py
@@ -10,7 +10,7 @@
 # SECONDS_PER (timing per batch size), LZ_RUNS (NET:ARGS;...), BUDGET (seconds for the whole
 # script; stages that would start too late are skipped), OURS_UNTIL, OURS_ARGS. Results: $OUT.
 set -u
-STAGES=${*:-test ours lz}
+STAGES=${*:-test ours chooser lz}
 OUT=${OUT:-/tmp/bench-out}; mkdir -p "$OUT"
 NETS=${NETS:-"10x128 20x256 40x256"}
 BATCHES=${BATCHES:-"1 2 4 8 16 32 64 128 256"}
@@ -57,6 +57,15 @@ if [[ " $STAGES " == *" ours "* ]]; then
   cp ~/.local/share/leelaz/opencl_tuning.json $OUT/ 2>/dev/null
 fi
 
+if [[ " $STAGES " == *" chooser "* ]]; then
+  echo "== backend chooser, precision auto ($(left) s left)"
+  n=${NETS%% *}
+  timeout 120 python3 -c "from leelaz.backends.weights import load_weights
+from leelaz.backends.device_choice import choose_backend
+b = choose_backend(load_weights('$W/$n.txt'), precision='auto', batch_size=64)
+print('chose', b.name, getattr(b, 'precision', ''))" 2>&1 | tee $OUT/chooser.txt
+fi
+
 if [[ " $STAGES " == *" lz "* ]]; then
   echo "== reference ($(left) s left)"
   export HOME=/tmp/lzhome; mkdir -p $HOME/.local/share/leela-zero
@@ -71,6 +80,6 @@ if [[ " $STAGES " == *" lz "* ]]; then
     grep -iE "n/s|precision|tuner|Device name|error|mismatch|fp16|fp32|batch" /tmp/lz.log \
       | tail -12 | tee -a $OUT/lz.txt
   done
-  cp $HOME/.local/share/leela-zero/leelaz_opencl_tuning $OUT/ 2>/dev/null
+  [ -n "${LZ_TUNING_BACK:-}" ] && cp $HOME/.local/share/leela-zero/leelaz_opencl_tuning $OUT/
 fi
 echo "== done in $SECONDS s"

@@ -41,14 +41,15 @@ class GemmParams:
     vwm: int = 2
     vwn: int = 2
     pf: int = 0  # PREFETCH: next tile's global loads staged in registers
-    tc: int = 0  # tensor cores (sgemm_tc): 1 with .global fragment addresses, 2 generic
+    tc: int = 0  # tensor cores (sgemm_tc): 1 .global addresses, 2 generic, 3 .global + prefetch
 
     def defines(self) -> dict[str, int]:
         if self.tc:
             return {"TENSOR_CORES": 1, "M_FLOAT": 1, "STORAGE_HALF": 1,
                     "TC_WM": self.mwg // self.mdimc, "TC_WN": self.nwg // self.ndimc,
                     "TC_WARPS_M": self.mdimc, "TC_WARPS_N": self.ndimc,
-                    "TC_SS": '".global"' if self.tc == 1 else '""',
+                    "TC_SS": '""' if self.tc == 2 else '".global"',
+                    "TC_PREFETCH": int(self.tc == 3),
                     **GemmParams().defines()}  # sgemm_tn is built too: keep it small
         return {"MWG": self.mwg, "NWG": self.nwg, "KWG": self.kwg, "MDIMC": self.mdimc,
                 "NDIMC": self.ndimc, "VWM": self.vwm, "VWN": self.vwn, "PREFETCH": self.pf}
@@ -101,10 +102,12 @@ FAST = [
 #: Tensor-core shapes (NVIDIA, half storage only): warps of 32x32 .. 64x64 outputs.
 FAST_TC = [
     GemmParams(64, 64, 16, 2, 2, tc=1), GemmParams(64, 128, 16, 2, 2, tc=1),
-    GemmParams(128, 64, 16, 2, 2, tc=1), GemmParams(128, 128, 16, 2, 2, tc=1),
+    GemmParams(128, 64, 16, 2, 2, tc=1),
     GemmParams(128, 128, 16, 4, 4, tc=1), GemmParams(32, 128, 16, 1, 4, tc=1),
     GemmParams(64, 128, 16, 2, 4, tc=1), GemmParams(32, 64, 16, 1, 2, tc=1),
     GemmParams(64, 128, 16, 2, 2, tc=2), GemmParams(128, 128, 16, 4, 4, tc=2),
+    GemmParams(64, 64, 16, 2, 2, tc=3), GemmParams(64, 128, 16, 2, 2, tc=3),
+    GemmParams(128, 128, 16, 4, 4, tc=3), GemmParams(64, 128, 16, 2, 4, tc=3),
 ]
 
 
