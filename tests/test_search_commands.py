@@ -293,3 +293,64 @@ def test_time_left_ponders_only_when_allowed():
         s.engine.search.ponder = lambda state, **kw: calls.append(1)
         s.reply("time_left b 100 0")
         assert calls == ([1] if allowed else [])
+
+
+# ------------------------------------------------------------------ against the binary
+FLAT_SCRIPT = """genmove b
+genmove w
+lz-analyze 100000 minmoves 5
+genmove b
+play w pass
+genmove b
+gomill-explain_last_move
+lz-genmove_analyze w 100000
+kgs-genmove_cleanup b
+quit
+"""
+#: stderr lines that depend on speed, time or the build, not on the search.
+VOLATILE = re.compile(r"n/s$|^Thinking at most|^Using |^RNG seed|^BLAS|^Detecting|"
+                      r"^Initializing|^Setting max tree|^batch stats")
+
+
+def flat_network(path, value_bias: float) -> str:
+    """A 1x8 network whose outputs ignore the input: a uniform policy and the winrate
+    (1 + tanh(value_bias)) / 2 for every position. Random symmetries then change nothing,
+    so Leela Zero's single-threaded search is deterministic and ours must match it."""
+    import make_random_weights as mrw
+
+    tensors = [np.zeros_like(t) for t in mrw.random_tensors(1, 8, 1)]
+    convs = 3  # input conv + the two convs of one residual block
+    variances = [4 * i + 3 for i in range(convs)] + [4 * convs + 3, 4 * convs + 9]
+    for i in variances:
+        tensors[i] = np.ones_like(tensors[i])  # batch-norm variance 1, everything else 0
+    tensors[-1] = np.full_like(tensors[-1], value_bias)
+    mrw.write_weights(str(path), tensors, 1)
+    return str(path)
+
+
+@pytest.mark.parametrize("value_bias", [0.0, 0.2])
+def test_search_matches_the_binary_move_for_move(lz_binary, tmp_path, value_bias):
+    """genmove, tree reuse, lz-analyze, pass handling, explain, lz-genmove_analyze and
+    cleanup with -t 1 -v 100: replies and every stats line identical to Leela Zero's."""
+    import subprocess
+
+    from gtp_session import run_script
+    from leelaz.nn.network import Network
+
+    net = flat_network(tmp_path / "flat.txt", value_bias)
+    proc = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "-w", net, "-v", "100",
+                           "--timemanage", "off", "--noponder"], input=FLAT_SCRIPT,
+                          capture_output=True, text=True, timeout=300)
+    cfg = EngineConfig(visits=100, ponder=False, seed=1, threads=1, cpu_only=True,
+                       timemanage="off")
+    engine, _, _ = make_engine(cfg)
+    engine.network = Network.from_file(net)
+    search_commands.register(engine)
+    out, err = run_script(FLAT_SCRIPT, engine)
+    assert out == proc.stdout
+
+    def stable(text):
+        return [ln for ln in text.splitlines() if not VOLATILE.search(ln)]
+
+    assert stable(err) == stable(proc.stderr)
+    assert sum(" -> " in ln for ln in stable(err)) > 10

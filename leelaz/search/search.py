@@ -378,7 +378,7 @@ class UCTSearch:
             self.root = UCTNode()
         self._last_state = None
         self.nodes = stats.count_nodes(self.root)
-        if start_nodes > 0:
+        if self.nodes > 0 and start_nodes > 0:
             self.log(f"update_root, {start_nodes} -> {self.nodes} nodes "
                      f"({100.0 * self.nodes / start_nodes:.1f}% reused)\n")
 
