@@ -10,6 +10,9 @@ For each random network (made with make_random_weights.py, seed 1) this times
     python scripts/bench_net.py --no-reference --seconds 2
 
 Evaluations per second = positions evaluated / wall time, after one warm-up call per batch.
+The machine these run on is often shared, so each row also gives evaluations per CPU-second
+(our process's CPU time; for the reference, the child's CPU time minus that of a start-up-only
+run on the same file): wall-clock figures move with the load, CPU-time figures much less.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -45,24 +49,37 @@ def sample_planes(batch: int, seed: int = 0) -> np.ndarray:
     return planes
 
 
-def bench_backend(backend, batch: int, seconds: float) -> float:
+def bench_backend(backend, batch: int, seconds: float) -> tuple[float, float]:
+    """(evals per wall second, evals per CPU second) of backend.forward at this batch size."""
     planes = sample_planes(batch)
     backend.forward(planes)  # warm-up: buffers, kernels
-    done, start = 0, time.perf_counter()
+    done, start, cpu = 0, time.perf_counter(), time.process_time()
     while True:
         backend.forward(planes)
         done += batch
         elapsed = time.perf_counter() - start
         if elapsed >= seconds and done >= 2 * batch:
-            return done / elapsed
+            return done / elapsed, done / max(time.process_time() - cpu, 1e-9)
 
 
-def bench_reference(binary: str, weights: str, threads: int, evals: int) -> float | None:
-    """The reference's own netbench figure (n/s), or None if it could not run."""
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run_reference(binary: str, weights: str, threads: int, script: str):
+    before = _children_cpu()
+    r = subprocess.run([binary, "--cpu-only", "-g", "-t", str(threads), "--noponder", "-w",
+                        weights], input=script, capture_output=True, text=True, timeout=600)
+    return r, _children_cpu() - before
+
+
+def bench_reference(binary: str, weights: str, threads: int,
+                    evals: int) -> tuple[float, float] | None:
+    """The reference's own netbench figure (n/s) and its evals per CPU second, or None."""
     try:
-        r = subprocess.run([binary, "--cpu-only", "-g", "-t", str(threads), "--noponder", "-w",
-                            weights], input=f"netbench {evals}\nquit\n", capture_output=True,
-                           text=True, timeout=600)
+        _, startup_cpu = _run_reference(binary, weights, threads, "quit\n")
+        r, cpu = _run_reference(binary, weights, threads, f"netbench {evals}\nquit\n")
     except (OSError, subprocess.TimeoutExpired) as e:
         print(f"reference failed: {e}", file=sys.stderr)
         return None
@@ -70,7 +87,8 @@ def bench_reference(binary: str, weights: str, threads: int, evals: int) -> floa
     if not m:
         print(f"reference printed no netbench line:\n{r.stderr[-1000:]}", file=sys.stderr)
         return None
-    return int(m.group(1)) / float(m.group(2))
+    count = int(m.group(1))
+    return count / float(m.group(2)), count / max(cpu - startup_cpu, 1e-9)
 
 
 def parse_net(text: str) -> tuple[int, int]:
@@ -103,19 +121,20 @@ def main(argv: list[str] | None = None) -> int:
                 path, make_random_weights.random_tensors(blocks, filters, 1))
             backend = create_backend(a.backend, load_weights(path), **options)
             for batch in a.batches:
-                rate = bench_backend(backend, batch, a.seconds)
-                rows.append((net, f"{a.backend}", batch, rate))
-                print(f"{net:>8} {a.backend:>8} batch {batch:3d}: {rate:8.1f} evals/s",
-                      file=sys.stderr, flush=True)
+                rate, per_cpu = bench_backend(backend, batch, a.seconds)
+                rows.append((net, f"{a.backend}", batch, rate, per_cpu))
+                print(f"{net:>8} {a.backend:>8} batch {batch:3d}: {rate:8.1f} evals/s, "
+                      f"{per_cpu:8.1f} per CPU-s", file=sys.stderr, flush=True)
             if not a.no_reference and a.reference:
-                rate = bench_reference(a.reference, path, a.ref_threads, a.ref_evals)
-                if rate is not None:
-                    rows.append((net, f"lz-0.17 -t {a.ref_threads}", 1, rate))
-                    print(f"{net:>8} reference -t {a.ref_threads}: {rate:8.1f} evals/s",
-                          file=sys.stderr, flush=True)
-    print(f"\n{'net':>8}  {'engine':<14} {'batch':>5}  {'evals/s':>9}")
-    for net, engine, batch, rate in rows:
-        print(f"{net:>8}  {engine:<14} {batch:>5}  {rate:9.1f}")
+                result = bench_reference(a.reference, path, a.ref_threads, a.ref_evals)
+                if result is not None:
+                    rows.append((net, f"lz-0.17 -t {a.ref_threads}", 1) + result)
+                    print(f"{net:>8} reference -t {a.ref_threads}: {result[0]:8.1f} evals/s, "
+                          f"{result[1]:8.1f} per CPU-s", file=sys.stderr, flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"\n{'net':>8}  {'engine':<14} {'batch':>5}  {'evals/s':>9}  {'per CPU-s':>9}")
+    for net, engine, batch, rate, per_cpu in rows:
+        print(f"{net:>8}  {engine:<14} {batch:>5}  {rate:9.1f}  {per_cpu:9.1f}")
     return 0
 
 

@@ -72,8 +72,8 @@ class Network:
                  read_cache: bool = True) -> list[Evaluation]:
         """Evaluate a batch of GameStates.
 
-        symmetry: None = a random one per evaluation, 0..7 = that one, "average" = the mean of
-        all 8. read_cache=False skips the look-up (heatmap, netbench); results are cached anyway.
+        symmetry: None = a random one per evaluation, 0..7 = that one, "average" (or "avg") =
+        the mean of all 8. read_cache=False skips the look-up (heatmap, netbench); results are cached anyway.
         """
         states = list(states)
         results: list[Evaluation | None] = [None] * len(states)
@@ -109,7 +109,7 @@ class Network:
         """The symmetries to run for each of `count` positions."""
         if symmetry is None:
             return [[self._rng.randrange(NUM_SYMMETRIES)] for _ in range(count)]
-        if symmetry == AVERAGE:
+        if symmetry in (AVERAGE, "avg"):
             return [list(range(NUM_SYMMETRIES)) for _ in range(count)]
         s = int(symmetry)
         if not 0 <= s < NUM_SYMMETRIES:
