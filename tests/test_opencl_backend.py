@@ -208,3 +208,26 @@ def test_chooser_cpu_only_never_touches_opencl(weights):
     from leelaz.backends.device_choice import choose_backend
 
     assert choose_backend(weights, cpu_only=True).name == "numpy"
+
+
+def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights):
+    """The PTX wmma sgemm (NVIDIA only; PoCL never offers it) against the NumPy backend."""
+    from leelaz.backends.opencl_backend import OpenCLBackend, list_devices
+    from leelaz.backends.tuner import GemmParams
+
+    if not _opencl_available():
+        pytest.skip("no OpenCL platform here")
+    nvidia = [d for _, p, d in list_devices() if "NVIDIA" in p.name]
+    params = GemmParams(64, 128, 16, 2, 2, tc=1)
+    if not nvidia:
+        assert not any(params.valid(d) for _, _, d in list_devices())
+        pytest.skip("tensor-core sgemm needs an NVIDIA OpenCL device")
+    be = OpenCLBackend(weights, precision="half", batch_size=8, params=params, quiet=True,
+                       device=nvidia[0])
+    reference = NumpyBackend(weights)
+    for batch in (1, 8, 13):
+        planes = random_planes(batch, seed=200 + batch)
+        policy, value = be.forward(planes)
+        want_policy, want_value = reference.forward(planes)
+        assert rel_error(policy, want_policy) < TOLERANCE["half"], batch
+        assert np.abs(value - want_value).max() < TOLERANCE["half"], batch

@@ -203,6 +203,11 @@ class _Problem:
                 return float("inf")
             self.queue.finish()
             start = time.perf_counter()
+            gemm(self.queue, gsize, params.local_size(), *args)
+            self.queue.finish()
+            once = time.perf_counter() - start
+            repeats = int(min(max(repeats, 0.02 / max(once, 1e-6)), 200))  # ~20 ms of work
+            start = time.perf_counter()
             for _ in range(repeats):
                 gemm(self.queue, gsize, params.local_size(), *args)
             self.queue.finish()
@@ -242,7 +247,7 @@ def tune(ctx: cl.Context, queue: cl.CommandQueue, half: bool, k: int, c: int, ba
     # Tensor-core variants run in a context of their own: a device fault there (a sticky
     # error on NVIDIA) must not poison the context the backend and the other variants use.
     tc_ctx = tc_problem = None
-    repeats = max(3, min(50, int(2e10 // (36 * k * c * batch * 25 * 2 + 1))))
+    repeats = 3  # at least; _Problem.run times about 20 ms of work
     timed = []
     verbose = log is not None and os.environ.get("LEELAZ_TUNER_VERBOSE")
     for params in candidates:
