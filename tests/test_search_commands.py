@@ -328,29 +328,45 @@ def flat_network(path, value_bias: float) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("value_bias", [0.0, 0.2])
-def test_search_matches_the_binary_move_for_move(lz_binary, tmp_path, value_bias):
-    """genmove, tree reuse, lz-analyze, pass handling, explain, lz-genmove_analyze and
-    cleanup with -t 1 -v 100: replies and every stats line identical to Leela Zero's."""
+ORACLE_CASES = [
+    # (value bias, extra flags, script): value bias -2 / 2 make every position look lost /
+    # won for the side to move (winrate 0.018 / 0.982), which drives the pass rules.
+    (0.0, ("--timemanage", "off"), FLAT_SCRIPT),
+    (0.2, ("--timemanage", "off"), FLAT_SCRIPT),
+    (0.2, (), "genmove b\ngenmove w\ngenmove b\nquit\n"),  # time management on: early stops
+    (2.0, (), "play b pass\ngenmove w\nkgs-genmove_cleanup b\ngenmove w\nquit\n"),
+    (-2.0, ("--timemanage", "off"), "fixed_handicap 4\ngenmove w\ngenmove b\nquit\n"),
+    (0.2, (), "lz-genmove_analyze b 100000 avoid b t19,s19,r19:t17 1 minmoves 3\n"
+              "lz-analyze w 100000 allow w d4,q16 2\nquit\n"),
+    (0.2, (), "play b b3\nplay b a2\nplay b b1\nplay w c3\nplay w b2\nplay w d2\n"
+              "play w c1\nplay b c2\nplay w pass\nplay b pass\nkgs-genmove_cleanup w\n"
+              "genmove b\nquit\n"),  # White's recapture would repeat a position: superko
+]
+
+
+@pytest.mark.parametrize("value_bias,flags,script", ORACLE_CASES)
+def test_search_matches_the_binary_move_for_move(lz_binary, tmp_path, value_bias, flags,
+                                                 script):
+    """With -t 1 and a visit cap, replies and every stats line are identical to Leela
+    Zero's: genmove, tree reuse, early stop, lz-analyze with tags, pass and cleanup rules,
+    handicap, superko, gomill-explain_last_move."""
     import subprocess
 
     from gtp_session import run_script
+    from leelaz.cli import parse_args
     from leelaz.nn.network import Network
 
     net = flat_network(tmp_path / "flat.txt", value_bias)
-    proc = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "-w", net, "-v", "100",
-                           "--timemanage", "off", "--noponder"], input=FLAT_SCRIPT,
-                          capture_output=True, text=True, timeout=300)
-    cfg = EngineConfig(visits=100, ponder=False, seed=1, threads=1, cpu_only=True,
-                       timemanage="off")
-    engine, _, _ = make_engine(cfg)
+    args = ["-g", "-t", "1", "--cpu-only", "-w", net, "-v", "100", "--noponder", *flags]
+    proc = subprocess.run([lz_binary, *args], input=script, capture_output=True, text=True,
+                          timeout=300)
+    engine, _, _ = make_engine(parse_args(args + ["-s", "1"]))
     engine.network = Network.from_file(net)
     search_commands.register(engine)
-    out, err = run_script(FLAT_SCRIPT, engine)
+    out, err = run_script(script, engine)
     assert out == proc.stdout
 
     def stable(text):
         return [ln for ln in text.splitlines() if not VOLATILE.search(ln)]
 
     assert stable(err) == stable(proc.stderr)
-    assert sum(" -> " in ln for ln in stable(err)) > 10
