@@ -127,7 +127,7 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
         raise UsageProblem(f"Unrecognized argument: {kw['stray'][0]}")
     ponder = not kw["noponder"]
     playouts, visits = kw["playouts"] or 0, kw["visits"] or 0
-    if kw["playouts"] is not None and ponder and not kw["benchmark"]:
+    if kw["playouts"] is not None and ponder:  # also with --benchmark, as the binary does
         raise UsageProblem("Nonsensical options: Playouts are restricted but thinking on the "
                            "opponent's time is still allowed. Add --noponder if you want a "
                            "weakened engine.")
@@ -322,13 +322,44 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     except (OSError, ValueError) as exc:
         stderr.write(f"ERROR: {exc}\n")
         return 1
-    if cfg.tune_only or cfg.benchmark:
-        # WIRING (lead engineer): the OpenCL tuner and the benchmark search.
-        stderr.write("ERROR: --tune-only/--benchmark are not available in this build yet.\n")
+    if cfg.benchmark:
+        return benchmark(cfg, network, stdout, stderr, log, path)
+    if cfg.tune_only:
+        # WIRING (lead engineer): the OpenCL tuner.
+        stderr.write("ERROR: --tune-only is not available in this build yet.\n")
         return 1
     engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network,
                           weights_path=path)
     return engine.run(stdin)
+
+
+#: The position Leela Zero's --benchmark searches (Leela.cpp benchmark()): White to move.
+BENCHMARK_MOVES = (("b", "r16"), ("w", "d4"), ("b", "c3"))
+
+
+def benchmark(cfg: EngineConfig, network, stdout, stderr, log, path: str | None) -> int:
+    """--benchmark: one search for White after b R16, w D4, b C3 with an infinite clock
+    (time_settings 0 1 0), printing the search's own stderr lines, then exit 0.
+
+    The start-up lines were silenced (cfg.quiet, as LZ sets cfg_quiet while loading); the
+    search itself talks again, as LZ turns quiet off before benchmark(). Ponder, noise, -m,
+    the seed and timemanage off come from _to_config.
+    """
+    from leelaz.game.coords import WHITE, parse_color, parse_gtp_vertex
+    from leelaz.game.timecontrol import TimeControl
+
+    if network is None:
+        stderr.write("ERROR: --benchmark needs a network (-w FILE).\n")
+        return 1
+    engine = build_engine(cfg.with_(quiet=False), out=stdout, err=stderr, log=log,
+                          network=network, weights_path=path)
+    state = engine.state
+    state.time_control = TimeControl.from_time_settings(0, 1, 0)  # infinite
+    for color, move in BENCHMARK_MOVES:
+        state.play(parse_color(color), parse_gtp_vertex(move))
+    state.set_to_move(WHITE)
+    engine.search.think(state, WHITE)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -197,3 +197,64 @@ def test_thread_and_batch_resolution():
     assert resolve_threads(EngineConfig(batchsize=8), hw=8) == (16, 8)
     with pytest.raises(ValueError):
         resolve_threads(EngineConfig(threads=2, batchsize=4), hw=8)
+
+
+# ---- --benchmark ----------------------------------------------------------------------------
+
+def test_benchmark_defaults_are_the_ones_lz_help_gives(lz_binary):
+    """Leela Zero's --help: 'Default args: -v3200 --noponder -m0 -t1 -s1'; plus quiet, no
+    noise and timemanage off (Leela.cpp)."""
+    text = " ".join(subprocess.run([lz_binary, "--help"], capture_output=True,
+                                   text=True).stdout.split())
+    defaults = re.search(r"--benchmark Test network and exit\. Default args: ([^.]*)\.", text)
+    assert defaults.group(1).split() == ["-v3200", "--noponder", "-m0", "-t1", "-s1"]
+    cfg = parse_args(["--benchmark", "-n", "-m", "5", "-s", "9", "--timemanage", "on"])
+    assert (cfg.visits, cfg.ponder, cfg.randomcnt, cfg.threads, cfg.seed) == \
+        (3200, False, 0, 1, 1)
+    assert (cfg.quiet, cfg.noise, cfg.timemanage) == (True, False, "off")
+    assert parse_args(["--benchmark", "-v", "7"]).visits == 7
+    assert parse_args(["--benchmark", "-p", "7", "--noponder"]).visits == 0
+    assert parse_args(["--benchmark", "-t", "2"]).threads == 2
+
+
+def _benchmark_lines(text: str) -> list[str]:
+    """The stderr of a benchmark with the numbers that depend on the search blanked."""
+    lines = []
+    for line in text.splitlines():
+        line = re.sub(r"^NN eval=\d\.\d{6}$", "NN eval=X", line)
+        line = re.sub(r"^ *\S+ -> .*", "MOVE", line)
+        line = re.sub(r"^\d+\.\d average depth, \d+ max depth$", "DEPTH", line)
+        line = re.sub(r"^\d+ non leaf nodes, \d+\.\d\d average children$", "CHILDREN", line)
+        line = re.sub(r" \d+ nodes, (.*) \d+ n/s$", r" N nodes, \1 R n/s", line)
+        lines.append(line)
+    return [x for x in lines if x != "batch stats: 0 0"]  # LZ's OpenCL scheduler, at exit
+
+
+@pytest.mark.parametrize("limits", [["-v", "40"], ["-p", "30", "--noponder"]])
+def test_benchmark_like_lz(lz_binary, random_weights, limits):
+    net = random_weights(1, 8)
+    argv = ["--cpu-only", "--benchmark", "-w", net, "-t", "1", *limits]
+    lz = subprocess.run([lz_binary, *argv], capture_output=True, text=True, timeout=60)
+    code, out, err = session(argv, script="")
+    assert (lz.returncode, lz.stdout) == (code, out) == (0, "")
+    theirs, ours = _benchmark_lines(lz.stderr), _benchmark_lines(err)
+    assert theirs[:3] == ["Thinking at most 2678400.0 seconds...", "NN eval=X", ""]
+    assert ours[:3] == theirs[:3]
+    assert "MOVE" in ours and "DEPTH" in ours and "CHILDREN" in ours
+    assert [x for x in ours if x != "MOVE"][-2:] == [x for x in theirs if x != "MOVE"][-2:]
+    visits = "40 visits, N nodes, 39 playouts" if limits[0] == "-v" else \
+        "31 visits, N nodes, 30 playouts"
+    assert theirs[-2] == f"{visits}, R n/s"
+
+
+def test_benchmark_playouts_need_noponder_as_in_lz(lz_binary, random_weights):
+    argv = ["--cpu-only", "--benchmark", "-w", random_weights(1, 8), "-p", "30"]
+    lz = subprocess.run([lz_binary, *argv], capture_output=True, text=True, timeout=60)
+    code, _, err = session(argv, script="")
+    assert lz.returncode == code == 1
+    assert "Add --noponder" in lz.stdout and "--noponder" in err
+
+
+def test_benchmark_needs_a_network(no_default_net):
+    code, out, err = session(["--benchmark", "--cpu-only"], script="")
+    assert code == 1 and out == "" and "network" in err
