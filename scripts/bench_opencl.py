@@ -106,6 +106,12 @@ def main(argv=None) -> int:
                       f"({100 * eps * wino / peak:5.1f}% of {'fp16 tensor' if be.params.tc else 'fp32'}"
                       f" peak), direct-equivalent "
                       f"{eps * direct / 1e12:6.2f} TFLOP/s", flush=True)
+            batch = max(a.batches)
+            totals = be.profile(planes_for(batch))
+            row["profile_s"] = totals
+            print(f"# {name} {precision} batch {batch} device time per kernel: " + ", ".join(
+                f"{k} {v * 1e3:.2f} ms" for k, v in sorted(totals.items(), key=lambda t: -t[1]))
+                + f"; total {sum(totals.values()) * 1e3:.2f} ms", flush=True)
             results.append(row)
             del be
     if a.json:

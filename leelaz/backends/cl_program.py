@@ -89,6 +89,7 @@ class ClKernel:
 
     kernel: cl.Kernel
     arg_types: tuple
+    events: list | None = None  # (name, event) per launch while profiling
 
     def __post_init__(self):
         self.kernel.set_scalar_arg_dtypes(list(self.arg_types))
@@ -100,7 +101,10 @@ class ClKernel:
             assert len(local_size) == len(global_size)
             assert all(g % l == 0 for g, l in zip(global_size, local_size)), (
                 self.kernel.function_name, global_size, local_size)
-        return self.kernel(queue, global_size, local_size, *args, wait_for=wait_for)
+        event = self.kernel(queue, global_size, local_size, *args, wait_for=wait_for)
+        if self.events is not None:
+            self.events.append((self.kernel.function_name, event))
+        return event
 
 
 I32 = np.int32

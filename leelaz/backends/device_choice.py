@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from leelaz.backends import BackendUnavailable, create_backend
 from leelaz.backends.base import INPUT_CHANNELS, Backend, NetWeights
 
 
-def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 3) -> float:
+def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> float:
     backend.forward(planes)  # warm-up: lazy compiles, first-touch allocations
     start = time.perf_counter()
     for _ in range(runs):
@@ -48,18 +49,22 @@ def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] 
         return create_backend("numpy", weights)
     if gpus or _is_gpu(backend):
         return backend
-    numpy_backend = create_backend("numpy", weights)
+    # A CPU device: race it against NumPy on a one-block copy of the network (same width,
+    # same heads), so that the check costs about one block's time whatever the depth.
+    probe = replace(weights, tower=weights.tower[:1])
+    probe_cl = create_backend("opencl", probe, device=backend.device, precision="single",
+                              batch_size=batch_size, tune="none", quiet=True)
     planes = np.random.default_rng(1).integers(0, 2, (batch_size, INPUT_CHANNELS, 19, 19))
     planes = planes.astype(np.float32)
-    t_cl = _seconds_per_batch(backend, planes)
-    t_np = _seconds_per_batch(numpy_backend, planes)
+    t_cl = _seconds_per_batch(probe_cl, planes)
+    t_np = _seconds_per_batch(create_backend("numpy", probe), planes)
     if t_cl < t_np:
         say(f"OpenCL CPU device {backend.device.name.strip()}: {t_cl * 1e3:.1f} ms per batch "
-            f"of {batch_size}, NumPy {t_np * 1e3:.1f} ms; using OpenCL.")
+            f"of {batch_size} (one block), NumPy {t_np * 1e3:.1f} ms; using OpenCL.")
         return backend
     say(f"OpenCL CPU device is slower than NumPy ({t_cl * 1e3:.1f} ms against "
-        f"{t_np * 1e3:.1f} ms per batch of {batch_size}); using the NumPy backend.")
-    return numpy_backend
+        f"{t_np * 1e3:.1f} ms per batch of {batch_size}, one block); using the NumPy backend.")
+    return create_backend("numpy", weights)
 
 
 def _is_gpu(backend) -> bool:

@@ -333,6 +333,26 @@ class OpenCLBackend:
         cl.enqueue_copy(self.queue, heads, self.head_buf, is_blocking=True)
         return heads
 
+    def profile(self, planes: np.ndarray) -> dict[str, float]:
+        """Device seconds per kernel name for one forward pass (needs a profiling queue)."""
+        profiled = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        queue, self.queue = self.queue, profiled
+        events: list = []
+        all_kernels = [k for _, _, ks in self.gemms for k in ks.values()]
+        for k in all_kernels:
+            k.events = events
+        try:
+            self.forward(planes)
+        finally:
+            for k in all_kernels:
+                k.events = None
+            self.queue = queue
+        totals: dict[str, float] = {}
+        for name, event in events:
+            seconds = (event.profile.end - event.profile.start) * 1e-9
+            totals[name] = totals.get(name, 0.0) + seconds
+        return totals
+
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch: planes [B, 18, 19, 19] -> (policy_logits [B, 362], value [B])."""
         batch = len(planes)

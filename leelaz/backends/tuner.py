@@ -237,6 +237,10 @@ def tune(ctx: cl.Context, queue: cl.CommandQueue, half: bool, k: int, c: int, ba
     cached = lookup(device, half, k, c, batch)
     if mode == "none" or (mode == "fast" and cached is not None):
         return cached or DEFAULT
+    if mode == "fast" and not device.type & (cl.device_type.GPU | cl.device_type.ACCELERATOR):
+        # A CPU OpenCL device is a fallback; minutes of kernel builds at start-up are not
+        # worth it there (PoCL builds each variant in seconds). --full-tuner still searches.
+        return DEFAULT
     if candidates is None:
         candidates = (FAST if mode == "fast" else full_candidates()) + (FAST_TC if half else [])
     candidates = [p for p in candidates if p.valid(device) and (half or not p.tc)]
