@@ -272,3 +272,16 @@ def test_fast_records_equal_the_gamestate_path(oracle):
         assert supervised.game_text(game, winner) == (fast, n)
         compared += 1
     assert compared == 4 + len(EDGE_KEPT)
+
+
+def test_parallel_iterator_gives_the_same_games(oracle):
+    one = list(supervised.iter_games([oracle["sgf"]], unreliable="lz"))
+    stats = supervised.DumpStats()
+    two = list(supervised.iter_games_parallel([oracle["sgf"]], 2, unreliable="lz",
+                                              parts_per_file=3, stats=stats))
+
+    def key(g):
+        return g.slots.tobytes(), g.boards.tobytes(), g.result.tobytes()
+
+    assert sorted(map(key, one)) == sorted(map(key, two))
+    assert stats.games_dumped == len(one) == 35
