@@ -196,3 +196,30 @@ def test_node_comparator_prefers_lcb_then_visits_then_prior():
     # With a threshold above a's visits, visits decide: b still better.
     assert node_less(a, b, BLACK, 5.0)
     assert a.status == ACTIVE
+
+
+# ----------------------------------------------------------------------------- memory pressure
+def test_partial_expansion_keeps_high_priors_and_can_be_completed():
+    node = UCTNode()
+    priors = {A: 0.5, B: 0.3, C: 0.004, D: 0.001}
+    # Ratio 0.01: keep priors >= 1% of the best (0.5 / 0.805 renormalised): A and B only.
+    assert node.create_children(list(priors), policy_with(priors), False, 0.5, 0.01) == 2
+    assert node.psa_ratio == 0.01 and node.children_moves() == [A, B]
+    first = node.select_child(BLACK, 0.25, C_PUCT, LOG_PUCT, LOG_CONST)
+    first.update(1.0)
+    # Memory freed: expanding again with ratio 0 appends C and D after the existing ones.
+    assert node.create_children(list(priors), policy_with(priors), False, 0.5, 0.0) == 2
+    assert node.psa_ratio == 0.0
+    assert node.children_moves() == [A, B, C, D]
+    assert node.children[0] is first and first.visits == 1  # statistics kept
+    node.inflate_all()
+    assert [round(c.prior, 4) for c in node.children] == [0.6211, 0.3727, 0.005, 0.0012]
+
+
+def test_expansion_with_everything_cut_leaves_the_node_expandable():
+    node = UCTNode()
+    priors = {A: 0.5, B: 0.5}
+    assert node.create_children(list(priors), policy_with(priors), False, 0.5, 2.0) == 0
+    assert node.expanded and node.psa_ratio == 2.0 and not node.has_children()
+    assert node.create_children(list(priors), policy_with(priors), False, 0.5, 0.0) == 2
+    assert node.children_moves() == [B, A]

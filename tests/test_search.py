@@ -396,3 +396,28 @@ def test_a_failing_evaluator_leaves_a_usable_search():
     result = search.think(state, BLACK, time_limit_cs=100000)
     assert result.root_visits == 50
     assert_no_pending_virtual_loss(search)
+
+
+def test_memory_pressure_trims_expansions_and_freed_memory_completes_them():
+    def steep(state):  # priors 1, 1/2, 1/3, ...: many fall under 0.1% of the best
+        p = 1.0 / np.arange(1, 363, dtype=np.float64) ** 2
+        return (p / p.sum()).astype(np.float32)
+
+    ev = FakeEvaluator(policy_fn=steep)
+    search, _ = make_search(ev, max_visits=60, max_tree_bytes=200_000)
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    trimmed = [n for n in walk(search.root) if n.expanded and n.psa_ratio > 0]
+    assert trimmed, "the tree should have passed half of its memory"
+    for n in trimmed:
+        assert n.child_count() < 361
+    assert_no_pending_virtual_loss(search)
+    # Plenty of memory again: searching on (the tree is reused) completes trimmed nodes
+    # that playouts pass through, appending their missing children.
+    before = {id(n): n.child_count() for n in trimmed}
+    search.params = dataclasses.replace(search.params, max_tree_bytes=10**12,
+                                        max_visits=search.root.visits + 300)
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    completed = [n for n in walk(search.root) if id(n) in before and n.psa_ratio == 0.0]
+    assert completed
+    assert all(n.child_count() > before[id(n)] for n in completed)
+    assert_no_pending_virtual_loss(search)

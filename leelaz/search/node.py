@@ -52,7 +52,7 @@ class UCTNode:
     """A position reached by `move` from its parent, with Leela Zero's statistics."""
 
     __slots__ = ("move", "prior", "visits", "black_wins", "virtual_loss", "net_eval", "status",
-                 "m2", "expanded", "children", "_moves", "_priors")
+                 "m2", "expanded", "psa_ratio", "children", "_moves", "_priors")
 
     def __init__(self, move: int = PASS, prior: float = 0.0) -> None:
         self.move = move  # vertex played to get here (PASS for a fresh root)
@@ -64,6 +64,7 @@ class UCTNode:
         self.status = ACTIVE
         self.m2 = M2_START  # Welford's running sum of squared deviations
         self.expanded = False  # create_children has run (terminal nodes never expand)
+        self.psa_ratio = 2.0  # children with prior < psa_ratio * max prior are left out; 0 = all
         self.children: list[UCTNode] = []  # inflated children: a prefix of the sorted list
         self._moves = _EMPTY_MOVES  # vertices of all children, sorted; emptied once all inflated
         self._priors = _EMPTY_PRIORS  # their priors (float32, like LZ)
@@ -118,13 +119,17 @@ class UCTNode:
         """All children, inflated or not."""
         return len(self._moves) if self._moves else len(self.children)
 
-    def create_children(self, candidates, policy, allow_pass: bool, net_eval_black: float) -> int:
+    def create_children(self, candidates, policy, allow_pass: bool, net_eval_black: float,
+                        min_psa_ratio: float = 0.0) -> int:
         """Expand with the legal `candidates` (vertices) and the network's `policy` (362 slots).
 
         Pass joins the candidates when `allow_pass`. Priors are renormalised over the
         candidates (evenly when they sum below FLT_MIN) and the children are sorted by
         (prior, vertex) descending: equal priors put the higher vertex first, pass last.
-        Returns the number of children created (LZ's node count).
+        Under memory pressure (`min_psa_ratio` > 0) children with a prior below
+        min_psa_ratio * the best prior are left out; expanding again later with a lower
+        ratio appends the missing ones (they sort after every existing child). Returns the
+        number of children created (LZ's node count).
         """
         # NumPy does the per-candidate work (gather, renormalise, sort): ~360 entries per leaf.
         moves = np.asarray(candidates, dtype=np.int32)
@@ -140,12 +145,43 @@ class UCTNode:
         elif len(priors):
             priors = np.full(len(priors), 1.0 / len(priors), dtype=np.float32)
         order = np.lexsort((moves, priors))[::-1]  # (prior, vertex) descending
-        self._moves = array("h", moves[order].astype(np.int16).tobytes())
-        self._priors = array("f", priors[order].astype(np.float32).tobytes())
-        self.children = []
+        moves = moves[order].astype(np.int16)
+        priors = priors[order].astype(np.float32)
         self.net_eval = net_eval_black
-        self.expanded = True
-        return len(self._moves)
+        if not len(moves):
+            self.expanded = True
+            self.psa_ratio = 0.0
+            return 0
+        new_min = priors[0] * np.float32(min_psa_ratio)
+        keep = priors >= new_min if new_min > 0 else np.ones(len(moves), dtype=bool)
+        if self.expanded:  # a second, deeper expansion: only what is still missing
+            keep &= priors < priors[0] * np.float32(self.psa_ratio)
+            present = set(self.children_moves())
+            keep &= np.array([int(m) not in present for m in moves], dtype=bool)
+        skipped = bool(new_min > 0 and (priors < new_min).any())
+        added = int(keep.sum())
+        if self.expanded:
+            if added:
+                self._append(moves[keep], priors[keep])
+        else:
+            self._moves = array("h", moves[keep].tobytes())
+            self._priors = array("f", priors[keep].tobytes())
+            self.children = []
+            self.expanded = True
+        self.psa_ratio = min_psa_ratio if skipped else 0.0
+        return added
+
+    def children_moves(self) -> list[int]:
+        """Vertices of all children (inflated or not), in order."""
+        return list(self._moves) if self._moves else [c.move for c in self.children]
+
+    def _append(self, moves, priors) -> None:
+        """Add compact children after the existing ones (they have the lowest priors)."""
+        if not self._moves and self.children:  # all inflated: rebuild the compact arrays
+            self._moves = array("h", [c.move for c in self.children])
+            self._priors = array("f", [c.prior for c in self.children])
+        self._moves = self._moves + array("h", moves.tobytes())
+        self._priors = self._priors + array("f", priors.tobytes())
 
     def inflate_all(self) -> None:
         """Turn every compact child into a node (the root needs them all)."""

@@ -42,7 +42,7 @@ NODE_BYTES = 64
 #: answered promptly (GUIs stop analysis by sending any command).
 PONDER_BATCH_SECONDS = 0.03
 
-_LEAF, _VALUE, _NOVALUE, _COLLISION = range(4)
+_LEAF, _VALUE, _NOVALUE, _COLLISION, _REEXPAND = range(5)
 
 
 class Evaluation(Protocol):
@@ -281,13 +281,15 @@ class UCTSearch:
     def _run_batch(self, root_state, limit: int) -> None:
         """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up."""
         vl = self.params.virtual_loss
-        leaves = []
+        ratio = self._min_psa_ratio()
+        leaves = []  # (path, state, kind): _LEAF, or _REEXPAND (more children, no value)
+        deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
         attempts = 0
         while len(leaves) < limit and attempts < 2 * limit:
             attempts += 1
-            kind, path, payload = self._descend(root_state)
-            if kind == _LEAF:
-                leaves.append((path, payload))
+            kind, path, payload = self._descend(root_state, ratio, deeper)
+            if kind == _LEAF or kind == _REEXPAND:
+                leaves.append((path, payload, kind))
                 continue
             if kind == _VALUE:
                 _backup(path, payload, vl)
@@ -302,23 +304,38 @@ class UCTSearch:
             return
         began = time.monotonic()
         try:
-            evals = self.evaluator.evaluate([st for _, st in leaves])
+            evals = self.evaluator.evaluate([st for _, st, _ in leaves])
             if len(evals) != len(leaves):
                 raise ValueError(f"evaluator answered {len(evals)} of {len(leaves)} states")
         except BaseException:
-            for path, _ in leaves:  # leave no virtual loss behind: the tree stays usable
+            for path, _, _ in leaves:  # leave no virtual loss behind: the tree stays usable
                 for node in path:
                     node.virtual_loss -= vl
             raise
         per_leaf = (time.monotonic() - began) / len(leaves)
         self._leaf_seconds = per_leaf if not self._leaf_seconds else \
             0.8 * self._leaf_seconds + 0.2 * per_leaf
-        for (path, st), ev in zip(leaves, evals):
-            value = self._expand(path[-1], st, ev)
-            _backup(path, value, vl)
-            self.playouts += 1
+        for (path, st, kind), ev in zip(leaves, evals):
+            value = self._expand(path[-1], st, ev, ratio)
+            if kind == _LEAF:
+                _backup(path, value, vl)
+                self.playouts += 1
+            else:  # LZ goes on down from a re-expanded node; we let the next playout do so
+                for node in path:
+                    node.virtual_loss -= vl
 
-    def _descend(self, root_state):
+    def _min_psa_ratio(self) -> float:
+        """How much of each expansion to keep as the tree fills its memory (LZ's
+        get_min_psa_ratio): everything below 50%, priors >= 0.1% of the best below 95%,
+        >= 1% below 100%, nothing when full."""
+        full = self.tree_bytes() / max(1, self.params.max_tree_bytes)
+        if full <= 0.5:
+            return 0.0
+        if full <= 0.95:
+            return 0.001
+        return 0.01 if full < 1.0 else 2.0
+
+    def _descend(self, root_state, ratio: float, deeper: set[int]):
         """One descent from the root (hot path). Returns (kind, path, leaf state or value)."""
         p = self.params
         vl = p.virtual_loss
@@ -337,6 +354,9 @@ class UCTSearch:
                 if node.virtual_loss > vl:
                     return _COLLISION, path, None  # already waiting in this batch
                 return _LEAF, path, st
+            if node.psa_ratio > ratio and id(node) not in deeper:  # rare: memory freed up
+                deeper.add(id(node))
+                return _REEXPAND, path, st
             if not node.children and not node._moves:
                 return _NOVALUE, path, None
             child = node.select_child(color, fpu, c_puct, log_puct, log_const)
@@ -351,7 +371,7 @@ class UCTSearch:
             color = 1 - color
             fpu = p.fpu_reduction
 
-    def _expand(self, node: UCTNode, st, ev) -> float:
+    def _expand(self, node: UCTNode, st, ev, min_psa_ratio: float = 0.0) -> float:
         """Create the children of a leaf from its evaluation; returns its value (Black)."""
         color = st.to_move
         stm = float(ev.winrate)
@@ -366,7 +386,8 @@ class UCTSearch:
         if not allow_pass and stm > 0.8:
             score = st.final_score()
             allow_pass = (score if color == BLACK else -score) >= 0
-        self.nodes += node.create_children(candidates, ev.policy, allow_pass, black)
+        self.nodes += node.create_children(candidates, ev.policy, allow_pass, black,
+                                           min_psa_ratio)
         return black
 
     # ------------------------------------------------------------------ root handling
@@ -418,7 +439,7 @@ class UCTSearch:
         avoided pass, add Dirichlet noise with -n; prints `NN eval=`."""
         root = self.root
         had_children = root.has_children()
-        if not root.expanded and root_state.passes < 2:
+        if (not root.expanded or root.psa_ratio > 0) and root_state.passes < 2:
             ev = self.evaluator.evaluate([root_state])[0]
             black = self._expand(root, root_state, ev)
             if not had_children:

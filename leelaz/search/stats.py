@@ -20,7 +20,7 @@ def principal_variation(node: UCTNode, color: int, ratio: float = 0.10) -> list[
     """Best-child chain below `node` (whose side to move is `color`), stopping at a node
     without children or whose best child has no visits."""
     pv = []
-    while node.children and node.expanded:
+    while node.children and node.psa_ratio == 0.0:  # LZ stops at a node not fully expanded
         best = node.best_child(color, ratio)
         if best is None or best.visits == 0:
             break
