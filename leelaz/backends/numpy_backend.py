@@ -33,7 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from leelaz.backends.base import BOARD_SQUARES, INPUT_CHANNELS, ConvBN, NetWeights
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, ConvBN,
+                                  NetWeights)
 from leelaz.backends.winograd import (ALPHA, PADDED, TILE, TILES, WTILES, input_transform,
                                       output_transform, output_view, transform_filter)
 
@@ -96,8 +97,9 @@ class NumpyBackend:
         self.input_plan = _ConvPlan(weights.input_conv)
         self.tower = [(_ConvPlan(a), _ConvPlan(b)) for a, b in weights.tower]
         self._heads(weights)
-        self._buffers: dict[tuple[int, int], _Buffers] = {}
         self.threads = max(1, threads if threads else min(2, os.cpu_count() or 1))
+        # One dict per worker (batch size -> buffers): a worker only touches its own.
+        self._buffers: list[dict[int, _Buffers]] = [{} for _ in range(self.threads)]
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         set_blas_threads(1)
 
@@ -117,11 +119,12 @@ class NumpyBackend:
         self.fc2_b = float(w.value_fc2_b[0])
 
     def _get_buffers(self, batch: int, worker: int = 0) -> _Buffers:
-        buf = self._buffers.get((worker, batch))
+        mine = self._buffers[worker]
+        buf = mine.get(batch)
         if buf is None:
-            if len(self._buffers) >= 4 * self.threads:  # bounded when batch sizes vary a lot
-                self._buffers.pop(next(iter(self._buffers)))
-            buf = self._buffers[(worker, batch)] = _Buffers(batch, self.filters)
+            if len(mine) >= 4:  # bounded when batch sizes vary a lot
+                mine.pop(next(iter(mine)))
+            buf = mine[batch] = _Buffers(batch, self.filters)
         return buf
 
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +133,8 @@ class NumpyBackend:
         if planes.ndim != 4 or planes.shape[1:] != (INPUT_CHANNELS, _B, _B):
             raise ValueError(f"expected planes [B, 18, 19, 19], got {planes.shape}")
         batch = planes.shape[0]
+        if batch == 0:
+            return np.zeros((0, POLICY_OUTPUTS), np.float32), np.zeros(0, np.float32)
         chunks = -(-batch // CHUNK)  # ceil
         if self._pool is not None:
             chunks = max(chunks, min(self.threads, batch))  # every worker gets some
