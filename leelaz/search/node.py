@@ -214,13 +214,14 @@ class UCTNode:
         return None
 
     def select_child(self, color: int, fpu_reduction: float, c_puct: float, log_puct: float,
-                     log_const: float) -> UCTNode:
+                     log_const: float) -> UCTNode | None:
         """PUCT selection (hot path). Assumes the node has children.
 
         Npar is the sum of the valid children's visits, Pv the prior mass of the visited ones;
         FPU = net value for `color` - fpu_reduction * sqrt(Pv). A child waiting for its network
         evaluation (N = 0 with virtual loss) scores -1 - fpu_reduction + U, so another leaf is
-        preferred. The first strictly best score wins, in child order.
+        preferred. The first strictly best score wins, in child order. None when no child
+        is ACTIVE.
         """
         children = self.children
         parent_visits = 0

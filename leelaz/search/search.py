@@ -38,6 +38,8 @@ from leelaz.search.result import SearchResult
 CHILD_BYTES = 8
 NODE_BYTES = 64
 
+#: Consecutive batches without a single playout or expansion after which a search gives up.
+STALL_LIMIT = 100
 #: While pondering, a batch should not take longer than this, so that a new input line is
 #: answered promptly (GUIs stop analysis by sending any command).
 PONDER_BATCH_SECONDS = 0.03
@@ -244,7 +246,7 @@ class UCTSearch:
         p = self.params
         root = self.root
         batch = max(1, p.batch_size)
-        last_update = last_output = 0
+        last_update = last_output = stalled = 0
         mode = p.effective_timemanage()
         while True:
             left = min(playouts_cap - self.playouts, visits_cap - root.visits)
@@ -253,7 +255,12 @@ class UCTSearch:
                 # Stay responsive: a ponder batch should take at most PONDER_BATCH_SECONDS,
                 # since input is only noticed between batches.
                 size = min(size, int(PONDER_BATCH_SECONDS / self._leaf_seconds))
-            self._run_batch(root_state, max(1, size))
+            if self._run_batch(root_state, max(1, size)):
+                stalled = 0
+            else:
+                stalled += 1
+                if stalled >= STALL_LIMIT:  # every descent ends in a repetition: give up
+                    break
             elapsed_cs = int((time.monotonic() - start) * 100)
             if interval_cs and on_progress and elapsed_cs - last_output > interval_cs:
                 last_output = elapsed_cs
@@ -278,13 +285,14 @@ class UCTSearch:
         if interval_cs and on_progress and last_output == 0:
             on_progress(self._snapshot(root_state, color, start))
 
-    def _run_batch(self, root_state, limit: int) -> None:
-        """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up."""
+    def _run_batch(self, root_state, limit: int) -> int:
+        """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up.
+        Returns how many descents did something (a value, or an expansion)."""
         vl = self.params.virtual_loss
         ratio = self._min_psa_ratio()
         leaves = []  # (path, state, kind): _LEAF, or _REEXPAND (more children, no value)
         deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
-        attempts = 0
+        attempts = done = 0
         while len(leaves) < limit and attempts < 2 * limit:
             attempts += 1
             kind, path, payload = self._descend(root_state, ratio, deeper)
@@ -294,6 +302,7 @@ class UCTSearch:
             if kind == _VALUE:
                 _backup(path, payload, vl)
                 self.playouts += 1
+                done += 1
                 limit -= 1
                 continue
             for node in path:
@@ -301,7 +310,7 @@ class UCTSearch:
             if kind == _COLLISION:
                 break
         if not leaves:
-            return
+            return done
         began = time.monotonic()
         try:
             evals = self.evaluator.evaluate([st for _, st, _ in leaves])
@@ -323,6 +332,7 @@ class UCTSearch:
             else:  # LZ goes on down from a re-expanded node; we let the next playout do so
                 for node in path:
                     node.virtual_loss -= vl
+        return done + len(leaves)
 
     def _min_psa_ratio(self) -> float:
         """How much of each expansion to keep as the tree fills its memory (LZ's
@@ -360,6 +370,8 @@ class UCTSearch:
             if not node.children and not node._moves:
                 return _NOVALUE, path, None
             child = node.select_child(color, fpu, c_puct, log_puct, log_const)
+            if child is None:  # every child repeats a position
+                return _NOVALUE, path, None
             move = child.move
             st.play(color, move)
             if move != PASS and st.superko():
