@@ -201,7 +201,8 @@ from leelaz.gtp.protocol import GtpError  # noqa: E402
 
 @pytest.mark.parametrize("args, want", [((), [0]), (("3",), [3]), (("3x",), [3]),
                                         (("all",), list(range(8))), (("avg",), ["average"]),
-                                        (("average",), ["average"]), (("07",), [7])])
+                                        (("average",), ["average"]), (("07",), [7]),
+                                        (("+2",), [2]), (("-0",), [0])])
 def test_heatmap_arguments(args, want):
     assert network_commands.parse_symmetry(args) == want
 

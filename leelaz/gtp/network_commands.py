@@ -12,6 +12,7 @@ undefined behaviour (`heatmap 9`), we reply `? ...` and keep serving.
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -24,6 +25,7 @@ MIB = 1024 * 1024
 #: LZ 0.17 OpenCL-capable builds add this per GPU, even with --cpu-only.
 GPU_OVERHEAD_BYTES = 85 * MIB
 NETBENCH_DEFAULT = 1600
+_LEADING_INT = re.compile(r"[+-]?\d+")  # what C++ stoi reads (leading digits count)
 
 
 def _network(engine):
@@ -46,17 +48,10 @@ def parse_symmetry(args) -> list:
         return list(range(8))
     if arg in ("average", "avg"):
         return [AVERAGE]
-    digits = ""
-    for ch in arg.lstrip("+"):
-        if not ch.isdigit():
-            break
-        digits += ch
-    if not digits:
+    match = _LEADING_INT.match(arg)
+    if not match or not 0 <= int(match.group()) <= 7:
         raise GtpError("symmetry must be a number 0..7, all, average or avg")
-    symmetry = int(digits)
-    if symmetry > 7:
-        raise GtpError("symmetry must be a number 0..7, all, average or avg")
-    return [symmetry]
+    return [int(match.group())]
 
 
 def heatmap_text(state, policy: np.ndarray, winrate: float) -> str:
