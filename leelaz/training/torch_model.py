@@ -1,0 +1,125 @@
+"""Leela Zero's residual network in PyTorch, for training.
+
+Owns: the trainable model whose parameters map one to one onto a Leela Zero weights file
+(reference doc 4.1, 4.2). Imports: torch only (the trainer's extra dependency).
+
+Architecture, with F filters and B blocks (identical to the C++ engine's forward pass):
+    input conv 3x3 18->F, BN, ReLU
+    B x [conv 3x3 F->F, BN, ReLU, conv 3x3 F->F, BN, + block input, ReLU]
+    policy: conv 1x1 F->2, BN, ReLU, FC 722->362 (channel-major flatten) -> logits
+    value:  conv 1x1 F->1, BN, ReLU, FC 361->256, ReLU, FC 256->1, tanh  -> [-1, 1]
+
+Like Leela Zero's tfprocess the convolutions have no bias and batch norm has a learned shift
+(beta) but no scale (gamma): the weights file has no line for gamma, and beta is folded into
+the file's bias line by export.py.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+BN_EPSILON = 1e-5
+INPUT_PLANES = 18
+BOARD_SQUARES = 361
+POLICY_OUTPUTS = 362
+VALUE_HIDDEN = 256
+
+
+class ConvBN(nn.Module):
+    """Convolution (no bias) then batch norm with a shift and no scale; ReLU is the caller's."""
+
+    def __init__(self, in_ch: int, out_ch: int, kernel: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_ch, out_ch, kernel, padding=kernel // 2, bias=False)
+        self.bn = nn.BatchNorm2d(out_ch, eps=BN_EPSILON, affine=False, momentum=0.01)
+        self.beta = nn.Parameter(torch.zeros(out_ch))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.conv(x)) + self.beta.view(1, -1, 1, 1).to(x.dtype)
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, filters: int):
+        super().__init__()
+        self.first = ConvBN(filters, filters, 3)
+        self.second = ConvBN(filters, filters, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.first(x))
+        return F.relu(self.second(y) + x)
+
+
+class LeelaNet(nn.Module):
+    """The whole network; forward(planes[B,18,19,19]) -> (policy logits [B,362], value [B])."""
+
+    def __init__(self, blocks: int, filters: int):
+        super().__init__()
+        self.blocks = blocks
+        self.filters = filters
+        self.input_conv = ConvBN(INPUT_PLANES, filters, 3)
+        self.tower = nn.ModuleList(ResidualBlock(filters) for _ in range(blocks))
+        self.policy_conv = ConvBN(filters, 2, 1)
+        self.policy_fc = nn.Linear(2 * BOARD_SQUARES, POLICY_OUTPUTS)
+        self.value_conv = ConvBN(filters, 1, 1)
+        self.value_fc1 = nn.Linear(BOARD_SQUARES, VALUE_HIDDEN)
+        self.value_fc2 = nn.Linear(VALUE_HIDDEN, 1)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """He-normal convolutions; the last conv of each block starts small so the tower
+        begins close to the identity, which trains faster and more stably."""
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+        for block in self.tower:
+            block.second.conv.weight.data.mul_(0.25)
+        nn.init.xavier_uniform_(self.policy_fc.weight)
+        nn.init.zeros_(self.policy_fc.bias)
+        nn.init.xavier_uniform_(self.value_fc1.weight)
+        nn.init.zeros_(self.value_fc1.bias)
+        nn.init.xavier_uniform_(self.value_fc2.weight)
+        nn.init.zeros_(self.value_fc2.bias)
+
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = F.relu(self.input_conv(planes))
+        for block in self.tower:
+            x = block(x)
+        p = F.relu(self.policy_conv(x)).flatten(1)  # channel-major: c * 361 + idx
+        policy = self.policy_fc(p)
+        v = F.relu(self.value_conv(x)).flatten(1)
+        v = F.relu(self.value_fc1(v))
+        value = torch.tanh(self.value_fc2(v)).squeeze(1)
+        return policy, value
+
+    def conv_bns(self) -> list[ConvBN]:
+        """Every conv+BN in weights-file order (input, tower, then policy and value heads
+        are reached separately by the exporter)."""
+        out = [self.input_conv]
+        for block in self.tower:
+            out += [block.first, block.second]
+        return out
+
+    def weight_decay_parameters(self) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+        """(decayed, not decayed): L2 applies to conv and FC weights, not to biases or beta,
+        as in Leela Zero's tfprocess."""
+        decay, no_decay = [], []
+        for name, p in self.named_parameters():
+            (decay if name.endswith("weight") else no_decay).append(p)
+        return decay, no_decay
+
+
+def loss_terms(policy_logits: torch.Tensor, value: torch.Tensor, policy_target: torch.Tensor,
+               value_target: torch.Tensor, value_mask: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(policy cross-entropy, value MSE), each a batch mean; computed in float32.
+
+    policy_target is a probability vector [B,362] (one-hot for supervised games); value_target
+    is +1/-1 for the side to move; value_mask is 1 where the game's result is usable.
+    """
+    logp = F.log_softmax(policy_logits.float(), dim=1)
+    policy_loss = -(policy_target * logp).sum(dim=1).mean()
+    sq = (value.float() - value_target) ** 2 * value_mask
+    value_loss = sq.sum() / value_mask.sum().clamp(min=1.0)
+    return policy_loss, value_loss
