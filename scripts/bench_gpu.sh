@@ -39,7 +39,7 @@ for p in cl.get_platforms():
 
 if [[ " $STAGES " == *" test "* ]]; then
   echo "== tests ($(left) s left)"
-  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_opencl_backend.py 2>&1 \
+  timeout 150 python3 -m pytest -q -rs -p no:cacheprovider tests/test_opencl_backend.py 2>&1 \
     | tail -15 | tee $OUT/tests.txt
 fi
 wait  # the networks
