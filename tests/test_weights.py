@@ -156,3 +156,11 @@ def test_real_binary_accepts_what_we_accept(tmp_path, tensors, lz_binary):
                        input="quit\n", capture_output=True, text=True, timeout=60)
     assert r.returncode == 0
     assert weights_summary(load_weights(path)) in r.stderr
+
+
+def test_blank_line_inside_is_an_error_not_a_number(tmp_path, tensors):
+    """A line of spaces holds no numbers (np.fromstring would read it as -1)."""
+    lines = lines_of(tensors)
+    lines[27] = "   "  # file line 28: the value conv's bias (one number)
+    expect_error(tmp_path, "\n".join(lines), "Inconsistent", "line 28", "0 values")
+
