@@ -259,3 +259,10 @@ def test_memory_report_arithmetic():
     text = network_commands.memory_report_text(10 * mib, 100 * mib, 50 * mib)
     assert text == ("Estimated total memory consumption: 260 MiB.\n"
                     "Network with overhead: 95 MiB / Search tree: 110 MiB / Network cache: 55\n")
+
+
+def test_cached_policy_cannot_be_changed_in_place(weights):
+    net = make_net(weights)
+    ev = net.evaluate([game()])[0]
+    with pytest.raises(ValueError):
+        ev.policy[0] = 1.0

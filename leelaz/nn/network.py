@@ -38,7 +38,7 @@ AVERAGE = "average"
 class Evaluation:
     """The network's verdict on a position."""
 
-    policy: np.ndarray  # float32 [362] probabilities in board index order, 361 = pass
+    policy: np.ndarray  # float32 [362] probabilities in board index order, 361 = pass; read-only
     winrate: float  # the side to move's winning chance, 0..1
 
 
@@ -143,7 +143,9 @@ class Network:
             value /= len(syms)
             if self.weights.version == 2 and state.to_move == WHITE:
                 value = 1.0 - value  # version 2 gives Black's chance
-            out.append(Evaluation(policy.astype(np.float32), value))
+            policy = policy.astype(np.float32)
+            policy.setflags(write=False)  # shared with the cache: copy before changing it
+            out.append(Evaluation(policy, value))
         return out
 
     # ------------------------------------------------------------------ memory figures
