@@ -223,3 +223,43 @@ def test_expansion_with_everything_cut_leaves_the_node_expandable():
     assert node.expanded and node.psa_ratio == 2.0 and not node.has_children()
     assert node.create_children(list(priors), policy_with(priors), False, 0.5, 0.0) == 2
     assert node.children_moves() == [B, A]
+
+
+# ----------------------------------------------------------------------------- root selector
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_root_selector_chooses_exactly_like_select_child(seed):
+    """Random priors with many ties, random values, virtual loss and pruning: the fast root
+    selector and the plain loop agree at every step."""
+    import random
+
+    from leelaz.game.coords import ALL_VERTICES
+    from leelaz.search.node import RootSelector
+
+    rng = random.Random(seed)
+    moves = list(ALL_VERTICES[:120])
+    pol = np.zeros(362, dtype=np.float32)
+    for i in range(120):
+        pol[i] = rng.choice([0.001, 0.002, 0.01, 0.05, rng.random() / 10])
+    root = UCTNode()
+    root.create_children(moves, pol, True, 0.55)
+    root.inflate_all()
+    selector = RootSelector(root)
+    for step in range(400):
+        color = BLACK if step % 3 else WHITE
+        red = rng.choice([0.0, 0.25])
+        expected = root.select_child(color, red, C_PUCT, LOG_PUCT, LOG_CONST)
+        got = selector.select(root, color, red, C_PUCT, LOG_PUCT, LOG_CONST)
+        assert got is expected, step
+        roll = rng.random()
+        if roll < 0.1:
+            got.virtual_loss += 3  # pending, as in a batch
+        else:
+            got.update(rng.choice([0.0, 0.5, 1.0, rng.random()]))
+        if rng.random() < 0.05:  # time management prunes / unprunes a child
+            victim = rng.choice(root.children)
+            victim.status = PRUNED if victim.status == ACTIVE else ACTIVE
+        if rng.random() < 0.05:
+            for c in root.children:
+                if c.virtual_loss:
+                    c.virtual_loss = 0
+                    c.update(0.5)

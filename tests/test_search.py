@@ -424,9 +424,10 @@ def test_memory_pressure_trims_expansions_and_freed_memory_completes_them():
 
 
 def test_a_search_where_no_descent_can_finish_gives_up(monkeypatch):
-    from leelaz.search.node import UCTNode
+    from leelaz.search.node import RootSelector, UCTNode
 
     monkeypatch.setattr(UCTNode, "select_child", lambda self, *args: None)
+    monkeypatch.setattr(RootSelector, "select", lambda self, *args: None)
     search, _ = make_search(FakeEvaluator())  # no visit cap, a huge time budget
     result = search.think(GameState(), BLACK, time_limit_cs=10**9)
     assert result.playouts == 0 and result.move not in (None, RESIGN)

@@ -1,7 +1,8 @@
 """One node of the search tree: statistics, PUCT selection, expansion and the LCB.
 
-Owns: `UCTNode`, the node statuses ACTIVE / PRUNED / INVALID, and `node_less` (the order
-Leela Zero uses to rank root children). Imports: numpy, game.coords and search.lcb.
+Owns: `UCTNode`, the node statuses ACTIVE / PRUNED / INVALID, `node_less` (the order
+Leela Zero uses to rank root children) and `RootSelector` (the same selection at the root,
+faster). Imports: numpy, game.coords and search.lcb.
 Nodes never call the network: search.py evaluates a batch of leaves and hands each leaf its
 policy and value through `create_children` and `update`.
 
@@ -26,6 +27,7 @@ local aliases and no function calls in the loop; keep them that way.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from array import array
@@ -308,3 +310,84 @@ def node_less(a: UCTNode, b: UCTNode, color: int, threshold: float) -> bool:
     if na == 0:
         return a.prior < b.prior
     return a.eval_with_vl(color) < b.eval_with_vl(color)
+
+
+class RootSelector:
+    """PUCT selection at the root without scoring every untouched child (hot path).
+
+    The root has all its children inflated (often 300+), and most of them have never been
+    selected: no visits and no pending virtual loss. All of those score FPU + U(prior), so the
+    best of them is simply the untouched child with the highest prior (the earliest on a tie).
+    This keeps the touched children (in child order) apart from the untouched ones (sorted by
+    prior, then order), so one selection costs O(touched) instead of O(children), with exactly
+    the choices `UCTNode.select_child` makes. Valid for one search: build it after the root
+    is prepared, and only the selector may select at the root while it lives.
+    """
+
+    __slots__ = ("touched", "untouched", "start")
+
+    def __init__(self, root: UCTNode):
+        touched = []
+        untouched = []
+        for i, c in enumerate(root.children):
+            if c.visits or c.virtual_loss or c.status == INVALID:
+                touched.append((i, c))
+            else:
+                untouched.append((-c.prior, i, c))
+        untouched.sort(key=lambda t: (t[0], t[1]))
+        self.touched = touched  # (order, child), in child order
+        self.untouched = untouched  # (-prior, order, child), best first
+        self.start = 0  # untouched[:start] have been selected (moved to touched)
+
+    def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
+               log_puct: float, log_const: float) -> UCTNode | None:
+        touched = self.touched
+        parent_visits = 0
+        visited_policy = 0.0
+        for _, c in touched:
+            if c.status != INVALID:
+                n = c.visits
+                if n:
+                    parent_visits += n
+                    visited_policy += c.prior
+        numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+        cn = c_puct * numerator
+        fpu = node.net_eval if color == BLACK else 1.0 - node.net_eval
+        fpu -= fpu_reduction * math.sqrt(visited_policy)
+        white = color == WHITE
+        best = None
+        best_i = -1
+        best_score = -1e300
+        for i, c in touched:
+            if c.status:
+                continue
+            n = c.visits
+            vl = c.virtual_loss
+            if n:
+                q = (c.black_wins + (vl if white else 0)) / (n + vl)
+                if white:
+                    q = 1.0 - q
+            elif vl:
+                q = -1.0 - fpu_reduction
+            else:
+                q = fpu
+            score = q + cn * c.prior / (1 + n)
+            if score > best_score:
+                best_score = score
+                best = c
+                best_i = i
+        untouched = self.untouched
+        k = self.start
+        while k < len(untouched) and untouched[k][2].status:  # skip PRUNED ones
+            k += 1
+        if k < len(untouched):
+            neg_prior, i, c = untouched[k]
+            score = fpu + cn * c.prior
+            if score > best_score or (score == best_score and i < best_i):
+                if k == self.start:
+                    self.start += 1
+                else:
+                    del untouched[k]
+                bisect.insort(touched, (i, c), key=lambda t: t[0])
+                return c
+        return best

@@ -30,7 +30,7 @@ from typing import Callable, Protocol, Sequence
 from leelaz.game.coords import BLACK, PASS, gtp_vertex
 from leelaz.search import stats, timemanage
 from leelaz.search.choose import choose_move
-from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
+from leelaz.search.node import ACTIVE, INVALID, PRUNED, RootSelector, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
 
@@ -127,6 +127,7 @@ class UCTSearch:
         self.explanation = ""  # gomill-explain_last_move text
         self._restrictions: MoveRestrictions | None = None
         self._leaf_seconds = 0.0  # running mean of evaluation time per leaf (ponder batches)
+        self._root_selector: RootSelector | None = None  # built per search loop
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -247,7 +248,8 @@ class UCTSearch:
         root = self.root
         batch = max(1, p.batch_size)
         last_update = last_output = stalled = 0
-        mode = p.effective_timemanage()
+        early_stop = timemanage.EarlyStop(p.effective_timemanage(), self.log)
+        self._root_selector = RootSelector(root)
         while True:
             left = min(playouts_cap - self.playouts, visits_cap - root.visits)
             size = min(batch, left)
@@ -278,9 +280,8 @@ class UCTSearch:
                 continue
             if elapsed_cs >= budget_cs:
                 break
-            if mode != "off" and not timemanage.have_alternate_moves(
-                    root, root_state, color, self.playouts, elapsed_cs, budget_cs, visits_cap,
-                    playouts_cap, mode, self.log):
+            if not early_stop.keep_searching(root, root_state, color, self.playouts,
+                                             elapsed_cs, budget_cs, visits_cap, playouts_cap):
                 break
         if interval_cs and on_progress and last_output == 0:
             on_progress(self._snapshot(root_state, color, start))
@@ -351,7 +352,7 @@ class UCTSearch:
         vl = p.virtual_loss
         c_puct, log_puct, log_const = p.c_puct, p.log_puct, p.log_const
         fpu = p.root_fpu_reduction()
-        node = self.root
+        node = root = self.root
         node.virtual_loss += vl
         path = [node]
         st = root_state.copy()
@@ -369,7 +370,11 @@ class UCTSearch:
                 return _REEXPAND, path, st
             if not node.children and not node._moves:
                 return _NOVALUE, path, None
-            child = node.select_child(color, fpu, c_puct, log_puct, log_const)
+            if node is root:
+                child = self._root_selector.select(node, color, fpu, c_puct, log_puct,
+                                                   log_const)
+            else:
+                child = node.select_child(color, fpu, c_puct, log_puct, log_const)
             if child is None:  # every child repeats a position
                 return _NOVALUE, path, None
             move = child.move

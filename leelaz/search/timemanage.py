@@ -1,7 +1,8 @@
 """Time management: the thinking budget and the early stop (LZ's have_alternate_moves,
 prune_noncontenders and est_playouts_left; reference §3.7).
 
-Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `have_alternate_moves`.
+Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `have_alternate_moves`,
+`EarlyStop`.
 Imports: game.coords, search.lcb, search.node, search.params.
 
 Modes (--timemanage): `off` never stops early and spreads the clock over 72 moves instead of
@@ -90,14 +91,41 @@ def prune_noncontenders(root: UCTNode, color: int, left: int, prune: bool) -> in
     return pruned
 
 
+class EarlyStop:
+    """The early-stop check of one search (LZ's have_alternate_moves), with a fast path:
+    while even a child with every root visit could be caught up (root visits - 1 <= the
+    playouts left), nothing can be pruned, so the per-child loops are skipped, unless an
+    earlier check pruned something that may need reactivating."""
+
+    def __init__(self, mode: str, log: Callable[[str], None]):
+        self.mode = mode
+        self.log = log
+        self.pruned_some = False
+
+    def keep_searching(self, root: UCTNode, state, color: int, playouts: int, elapsed_cs: int,
+                       budget: int, visits_cap: int, playouts_cap: int) -> bool:
+        if self.mode == "off":
+            return True
+        left = playouts_left(root, playouts, elapsed_cs, budget, visits_cap, playouts_cap)
+        if root.visits - 1 <= left and not self.pruned_some:
+            return True
+        return have_alternate_moves(root, state, color, playouts, elapsed_cs, budget,
+                                    visits_cap, playouts_cap, self.mode, self.log, self, left)
+
+
 def have_alternate_moves(root: UCTNode, state, color: int, playouts: int, elapsed_cs: int,
                          budget: int, visits_cap: int, playouts_cap: int, mode: str,
-                         log: Callable[[str], None]) -> bool:
+                         log: Callable[[str], None], tracker: EarlyStop | None = None,
+                         left: int | None = None) -> bool:
     """False when the search should stop early: at most one contender is left and the time
     saved can be banked (or the mode is `fast`). Prints `%.1fs left, stopping early.` when
     that saves more than half a second."""
-    left = playouts_left(root, playouts, elapsed_cs, budget, visits_cap, playouts_cap)
-    pruned = prune_noncontenders(root, color, left, mode != "no_pruning")
+    if left is None:
+        left = playouts_left(root, playouts, elapsed_cs, budget, visits_cap, playouts_cap)
+    prune = mode != "no_pruning"
+    pruned = prune_noncontenders(root, color, left, prune)
+    if tracker is not None:
+        tracker.pruned_some = prune and pruned > 0
     if pruned < len(root.children) - 1:
         return True
     tc = getattr(state, "time_control", None)
