@@ -249,7 +249,7 @@ def test_setoption_visits_zero_means_unlimited():
 
 # ------------------------------------------------------------------ pondering hooks
 def test_genmove_ponders_after_the_reply_until_input():
-    s = session(ponder=True, visits=0)
+    s = session(ponder=True, visits=30)
     seen = []
     orig = s.engine.search.ponder
 
