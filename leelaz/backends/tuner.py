@@ -21,6 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from leelaz.backends.cl_program import build_program, kernels, round_up
+from leelaz.files import write_text_atomic
 
 TUNER_VERSION = 2
 
@@ -147,9 +148,7 @@ def _write_cache(entries: dict) -> None:
     path = cache_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(entries, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(entries, indent=1, sort_keys=True))
     except OSError:
         pass  # a read-only home only costs a re-tune next time
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 import time
 
 from leelaz import GTP_VERSION
+from leelaz.files import write_text_atomic
 from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE,
                                 color_name, gtp_vertex, parse_color, parse_gtp_vertex, xy)
 from leelaz.gtp.protocol import Command, GtpError
@@ -101,25 +101,6 @@ def alive_strings(board) -> str:
         if board.square[v] in (BLACK, WHITE):
             lines.add(" ".join(gtp_vertex(s) for s in board.string_stones(v)))
     return "\n".join(sorted(lines))
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write text to path completely or not at all (temporary file in the same folder, then
-    rename)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".leelaz-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # ---- the command group -------------------------------------------------------------------
@@ -340,7 +321,7 @@ class BoardCommands:
         if not cmd.args:
             return text + "\n"
         try:
-            write_atomically(cmd.args[0], text)
+            write_text_atomic(cmd.args[0], text)
         except OSError:
             raise GtpError("cannot write file") from None
         return ""

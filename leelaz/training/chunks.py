@@ -12,9 +12,9 @@ written.
 from __future__ import annotations
 
 import gzip
-import os
-import tempfile
 from typing import Callable
+
+from leelaz import files
 
 #: Games per chunk file, as in Leela Zero (Training.cpp's chunk size).
 GAMES_PER_CHUNK = 32
@@ -28,28 +28,8 @@ def chunk_path(prefix: str, number: int) -> str:
 
 
 def write_gzip_atomic(path: str, text: str, level: int = GZIP_LEVEL) -> None:
-    """Write text gzipped to path, completely or not at all.
-
-    The data goes to a temporary file beside path, which is renamed over path only after it
-    was closed; on any error the temporary file is removed and path is left as it was.
-    The gzip header carries no name and a zero time stamp, so equal text gives equal bytes.
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level,
-                               mtime=0) as gz:
-                gz.write(text.encode("ascii"))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write text gzipped to path, completely or not at all (leelaz.files)."""
+    files.write_gzip_atomic(path, text.encode("ascii"), level)
 
 
 class ChunkWriter:

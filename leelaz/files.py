@@ -1,0 +1,52 @@
+"""Writing files completely or not at all. Imports: stdlib only; any module may use it.
+
+A file the user asked for (printsgf FILE, dump_training, a chunk, an exported network, the
+tuner's cache) must never be left half written: the data goes to a temporary file in the same
+folder, which replaces the target with one rename once it is closed and synced. On any error
+the temporary file is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from contextlib import contextmanager
+from typing import IO, Iterator
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **open_kwargs) -> Iterator[IO]:
+    """Open a temporary file beside `path`; on a clean exit, rename it over `path`."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                               dir=folder)
+    try:
+        with os.fdopen(fd, mode, **open_kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a written file should look like any other
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write text (UTF-8; undecodable input bytes kept as they came) atomically."""
+    with atomic_open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(text)
+
+
+def write_gzip_atomic(path: str | os.PathLike, data: bytes, level: int = 9) -> None:
+    """Write data gzipped atomically. The header has no name and a zero time stamp, so equal
+    data gives equal bytes."""
+    with atomic_open(path, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level,
+                           mtime=0) as gz:
+            gz.write(data)
