@@ -46,7 +46,6 @@ CONSTRUCTED = {
     # No KM (komi 7.5 by default), a comment with brackets, white moves first.
     "plain": "(;GM[1]FF[3]SZ[19]AB[jj]C[a [bracket\\] comment];W[aa];B[ab])",
     # FF[3] long property names: the binary does not read AddBlack as AB.
-    "ff3-names": "(;GM[1]FF[3]SZ[19]AddBlack[jj];W[aa];B[ab])",
     # Not loadable: 9x9, a setup stone on an opponent stone.
     "size9": "(;GM[1]FF[4]SZ[9];B[ee])",
     "setup-clash": "(;GM[1]FF[4]SZ[19]AB[dd]AW[dd];B[pp])",
@@ -54,8 +53,6 @@ CONSTRUCTED = {
 #: Files the binary loads as an empty game, where we answer `? cannot load file` and leave
 #: the game as it was (LZ-DIFF, sgf.py: no game in the file).
 NOT_SGF = {"garbage": "this is not an sgf file", "empty": "", "binary": "\x00\xff\x01;B[aa]"}
-#: Known differences in other modules, kept visible: strict xfail fails once they are fixed.
-KNOWN = {"ff3-names": "sgf.py reads FF[3] names (AddBlack) as AB; the binary ignores them"}
 
 
 def sample_games(tygem_dir) -> list[str]:
@@ -134,9 +131,7 @@ def test_tygem_games(tygem_dir, folder, lz, ours):
             compare_position(lz, ours, f"game {i} ({game[:60]}...) at {n}")
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n])) if n in KNOWN else n
-    for n in sorted(CONSTRUCTED)])
+@pytest.mark.parametrize("name", sorted(CONSTRUCTED))
 def test_constructed_games(name, folder, lz, ours):
     path = f"{folder}/{name}.sgf"
     with open(path, "w", encoding="utf-8") as f:
@@ -146,6 +141,23 @@ def test_constructed_games(name, folder, lz, ours):
     for n in (None, 1, 2, 3, 4, 6, 9, 30):
         reply = load_both(lz, ours, path, n)
         compare_position(lz, ours, f"{name} at {n} ({reply.strip()})")
+
+
+def test_ff3_long_property_names_are_read_where_the_binary_drops_them(folder, lz, ours):
+    """LZ-DIFF: old FF[3] files spell setup as AddBlack; we read it as AB (sgf.py), the binary
+    ignores the property and loses the stone. Both facts are checked, so neither can drift."""
+    path = f"{folder}/ff3-names.sgf"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("(;GM[1]FF[3]SZ[19]AddBlack[jj];W[aa];B[ab])")
+    lz.ask("clear_board")
+    ours.reply("clear_board")
+    assert lz.ask(f"loadsgf {path}") == ours.reply(f"loadsgf {path}") == "= \n\n"
+    def k10(board_text: str) -> str:
+        row = next(line for line in board_text.splitlines() if line.strip().startswith("10 "))
+        return row.split()[1 + 9].strip("()")  # tokens: label, a..t (no i), label
+
+    assert k10(ours.ask("showboard")[1]) == "X"
+    assert k10(lz.showboard()) == "+"  # an empty star point
 
 
 @pytest.mark.parametrize("command", [f"fixed_handicap {k}" for k in range(0, 11)]
