@@ -432,3 +432,15 @@ def test_a_search_where_no_descent_can_finish_gives_up(monkeypatch):
     result = search.think(GameState(), BLACK, time_limit_cs=10**9)
     assert result.playouts == 0 and result.move not in (None, RESIGN)
     assert_no_pending_virtual_loss(search)
+
+
+def test_result_best_and_pv_follow_lz_order_even_in_snapshots():
+    from leelaz.search.result import MoveInfo, SearchResult
+
+    children = [MoveInfo(vertex(0, 0), 0, 0.0, 0.5, -1e6, [vertex(0, 0)]),
+                MoveInfo(vertex(1, 0), 30, 0.6, 0.2, 0.55, [vertex(1, 0), vertex(2, 2)]),
+                MoveInfo(vertex(2, 0), 40, 0.5, 0.2, 0.45, [vertex(2, 0)])]
+    result = SearchResult(color=BLACK, move_num=0, children=children)
+    assert result.best() is children[1]  # both above max(2, 4): the higher LCB wins
+    assert result.pv == [vertex(1, 0), vertex(2, 2)]
+    assert SearchResult(color=BLACK, move_num=0).pv == []

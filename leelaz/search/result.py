@@ -51,8 +51,17 @@ class SearchResult:
         return list(best.pv) if best is not None and best.visits > 0 else []
 
     def best(self) -> MoveInfo | None:
-        """The first child (children are best first after a finished search)."""
-        return self.children[0] if self.children else None
+        """The best child by Leela Zero's order (LCB when both have more than
+        max(2, 10% of the most visits) visits, else visits, then prior or winrate); the first
+        of equals. After a finished search this is `children[0]`."""
+        if not self.children:
+            return None
+        threshold = max(2.0, 0.10 * max(c.visits for c in self.children))
+        best = self.children[0]
+        for c in self.children[1:]:
+            if _worse(best, c, threshold):
+                best = c
+        return best
 
     def visit_probabilities(self) -> list[float] | None:
         """Root visit shares in the 362 policy slots (training target); None without visits."""
@@ -64,3 +73,14 @@ class SearchResult:
             slot = NUM_INTERSECTIONS if c.move == PASS else index(c.move)
             probs[slot] = c.visits / total
         return probs
+
+
+def _worse(a: MoveInfo, b: MoveInfo, threshold: float) -> bool:
+    """LZ's NodeComp on snapshots: is `a` worse than `b`?"""
+    if a.visits > threshold and b.visits > threshold and a.lcb != b.lcb:
+        return a.lcb < b.lcb
+    if a.visits != b.visits:
+        return a.visits < b.visits
+    if a.visits == 0:
+        return a.prior < b.prior
+    return a.winrate < b.winrate
