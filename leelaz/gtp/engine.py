@@ -114,9 +114,21 @@ class _LineQueue:
     def pending(self) -> bool:
         return bool(self._lines)
 
+    def any(self, predicate: Callable[[str | None], bool]) -> bool:
+        """Whether any waiting line (None = end of input) satisfies predicate; nothing is taken."""
+        with self._cond:
+            return any(predicate(line) for line in self._lines)
+
     def wait(self, timeout: float | None) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: bool(self._lines), timeout)
+
+
+def _ends_session(line: str | None) -> bool:
+    if line is None:
+        return True
+    command = parse_line(line)
+    return command is not None and command.name in ("quit", "exit")
 
 
 def _decode(line: bytes | str) -> str:
@@ -208,6 +220,14 @@ class GtpEngine:
     def input_pending(self) -> bool:
         """True when a line is waiting (or stdin is closed): stop searching/pondering."""
         return self._queue.pending()
+
+    def quit_pending(self) -> bool:
+        """A `quit`/`exit` line is waiting, or input has ended: a genmove should end now.
+
+        Commands run in order, so quit is only answered after the genmove before it; GUIs
+        (Sabaki) kill an engine that takes more than 3 s to quit, so the search polls this.
+        """
+        return self._queue.any(_ends_session)
 
     def wait_input(self, timeout: float | None = None) -> bool:
         """Block until input_pending() or the timeout; returns input_pending()."""

@@ -107,7 +107,7 @@ class SearchCommands:
             def on_progress(result):
                 stream.write(format_info_line(result, tags.min_moves))
         result = search.think(state, color, nopass=nopass, restrictions=tags,
-                              on_progress=on_progress,
+                              on_progress=on_progress, should_stop=self.engine.quit_pending,
                               progress_interval_cs=tags.interval_cs if tags else 0)
         move = result.move
         if move not in (PASS, RESIGN) and not state.is_legal(color, move):
