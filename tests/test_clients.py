@@ -260,7 +260,7 @@ def test_lizzie_session(lizzie):
     # stderr are what Lizzie shows while the engine thinks.
     assert lizzie.ask("time_settings 0 2 1") == f"={lizzie.number}"
     started = time.monotonic()
-    reply, before = lizzie.reply(lizzie.send("genmove w"), timeout=60)
+    reply, _ = lizzie.reply(lizzie.send("genmove w"), timeout=60)
     assert time.monotonic() - started < 10
     move = reply.split(" ")[1]
     assert re.fullmatch(r"[A-HJ-T](1[0-9]|[1-9])|pass|resign", move)
