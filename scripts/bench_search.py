@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--visits", type=int, default=3200,
                     help="visits per benchmark (LZ's --benchmark default: 3200)")
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--runs", type=int, default=3, help="runs of each program; best counts")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="runs of each program; best counts (0: only the in-process split)")
     ap.add_argument("--reference", default="/usr/games/leelaz")
     ap.add_argument("--profile", action="store_true", help="cProfile's top functions too")
     ap.add_argument("--timeout", type=float, default=1800)
@@ -207,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(r)
                 print(f"  run {i + 1} {name:8s} {r['visits']} visits, {r['playouts']} "
                       f"playouts, {r['nps']} n/s ({r['wall']:.1f} s wall)", flush=True)
-        best_ours = max(r["nps"] for r in ours)
-        best_ref = max(r["nps"] for r in ref)
-        print(f"best: leelaz {best_ours} n/s, LZ 0.17 {best_ref} n/s, ratio "
-              f"{best_ours / max(best_ref, 1):.2f} (load average now "
-              f"{os.getloadavg()[0]:.1f})")
+        if args.runs > 0:
+            best_ours = max(r["nps"] for r in ours)
+            best_ref = max(r["nps"] for r in ref)
+            print(f"best: leelaz {best_ours} n/s, LZ 0.17 {best_ref} n/s, ratio "
+                  f"{best_ours / max(best_ref, 1):.2f} (load average now "
+                  f"{os.getloadavg()[0]:.1f})")
 
         split = split_playout_time(weights, args.visits, args.threads, args.profile)
         n = split["playouts"]
