@@ -233,3 +233,38 @@ def test_exported_file_loads_in_the_binary_and_its_heatmap_agrees(lz_binary, tmp
     assert abs(passes - int(p_torch[0, 361] * 1000)) <= 1
     assert abs(winrate - v_torch[0]) < 1e-3
     assert grid.sum() > 500  # a real distribution was compared
+
+
+SHIPPED = os.path.join(os.path.dirname(__file__), "..", "weights", "leelaz-6x128.txt.gz")
+
+
+def test_shipped_network_agrees_with_the_binary_and_predicts_held_out_moves(lz_binary,
+                                                                            tygem_dir):
+    """The default network: the C++ engine loads it and its heatmap matches our NumPy
+    backend's; on held-out games (month 2011-12, never trained on) it predicts 9-dan moves."""
+    weights = load_weights(SHIPPED)
+    assert (weights.blocks, weights.filters, weights.version) == (6, 128, 1)
+    backend = NumpyBackend(weights)
+    gtp = ["Q16", "D4", "Q3", "C16", "E16"]
+    cols = "ABCDEFGHJKLMNOPQRST"
+    slots = [(int(m[1:]) - 1) * 19 + cols.index(m[0]) for m in gtp]
+    pack = dataset.GamePack(np.array(slots + [0], np.uint16), np.array([len(slots) + 1], np.int32),
+                            np.array([0], np.int8), np.array([False]))
+    ps = dataset.PositionSet.from_pack(pack).to("cpu")
+    planes = ps.batch(torch.tensor([len(slots)]))[0].numpy()
+    logits, value = backend.forward(planes)
+    policy = oracle.softmax(logits.astype(np.float64))[0]
+    grid, passes, winrate = heatmap(lz_binary, SHIPPED, gtp)
+    board = ps.boards[len(slots)].numpy()
+    want = np.where(board == 2, np.floor(policy[:361] * 1000), 0)
+    assert np.abs(grid - want).max() <= 1
+    assert abs(winrate - float(value[0])) < 1e-3
+    assert grid.max() > 100  # a trained network is confident about some move
+
+    # Move prediction on held-out positions (a few games from the middle of the month).
+    games = dataset.read_sgf_collection(str(tygem_dir / "tygem-9d-2011-12.sgf.gz"))[5000:5003]
+    held = dataset.PositionSet.from_pack(dataset.GamePack.from_games(games)).to("cpu")
+    planes, target, _, _ = held.batch(torch.arange(len(held)))
+    logits, _ = backend.forward(planes.numpy())
+    top1 = float((logits.argmax(1) == target.numpy().argmax(1)).mean())
+    assert len(held) > 300 and top1 > 0.40
