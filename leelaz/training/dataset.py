@@ -4,7 +4,8 @@ Owns: the game pack format (what scripts/prepare_gpu_data.py writes), the replay
 list into the sequence of boards, `PositionSet` (every position of a set of games, held as one
 board row per position so that the 8 history planes are 8 row lookups), batch assembly with
 per-sample symmetry, and reading Leela Zero's text training chunks (reference doc 5).
-Imports: numpy, torch, stdlib, and leelaz.game.coords.
+Imports: numpy, stdlib, leelaz.game.coords; lazily torch (batches), training.records/chunks
+(chunk files) and training.supervised (SGF files that are not one plain game per line).
 
 Why its own replay: training needs tens of millions of positions rebuilt in a minute on the
 GPU machine. `replay_boards` is a minimal board (mailbox list, flood-fill captures, simple ko)
