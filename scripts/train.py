@@ -3,7 +3,9 @@
 
 Data (--data, --val; each a list of paths):
   *.npz.xz      game packs from scripts/prepare_gpu_data.py (fast: replayed in a process pool)
-  *.sgf, *.sgf.gz  SGF collections (replayed the same way)
+  *.sgf, *.sgf.gz  SGF collections (replayed the same way; with --sgf-loader supervised,
+                through training.supervised's GameState replay instead: any SGF, setup
+                stones and handicap included, time/forfeit games kept for the policy only)
   other *.gz    Leela Zero training chunks (dump_supervised / dump_training output)
 Without --val, --val-fraction of the games (whole games) is held out.
 
@@ -91,6 +93,8 @@ def load_sets(a, device):
                 setattr(train, name, full[idx[:n - cut]])
         log(f"chunks: {len(train)} train / {len(val)} val positions")
         return train, val
+    if a.sgf_loader == "supervised":
+        return load_supervised(a, device)
     pack = load_pack(a.data)
     if a.val:
         val_pack = load_pack(a.val)
@@ -106,6 +110,33 @@ def load_sets(a, device):
     log(f"replayed {pack.games} train games -> {len(train)} positions "
         f"({train.dropped_games} cut at an illegal move), {val_pack.games} val games -> "
         f"{len(val)} positions in {time.time() - t0:.1f} s")
+    return train.to(device), val.to(device)
+
+
+def load_supervised(a, device):
+    """SGF collections through the supervised iterator (GameState + input planes rules)."""
+    from leelaz.training.supervised import iter_games, iter_games_parallel
+
+    def games(paths):
+        if a.workers > 1:
+            return list(iter_games_parallel(paths, a.workers, unreliable="zero"))
+        return list(iter_games(paths, unreliable="zero"))
+
+    t0 = time.time()
+    train_games = games(a.data)
+    if a.val:
+        val_games = games(a.val)
+    else:
+        order = np.random.default_rng(a.seed).permutation(len(train_games))
+        cut = max(1, int(len(train_games) * a.val_fraction))
+        val_games = [train_games[i] for i in sorted(order[:cut])]
+        train_games = [train_games[i] for i in sorted(order[cut:])]
+    if a.val_games:
+        val_games = val_games[:a.val_games]
+    train = PositionSet.from_game_arrays(train_games)
+    val = PositionSet.from_game_arrays(val_games)
+    log(f"supervised iterator: {len(train_games)} train games -> {len(train)} positions, "
+        f"{len(val_games)} val games -> {len(val)} positions in {time.time() - t0:.1f} s")
     return train.to(device), val.to(device)
 
 
@@ -167,6 +198,8 @@ def parse_args(argv):
     p.add_argument("--data", nargs="+", required=True)
     p.add_argument("--val", nargs="*", default=[])
     p.add_argument("--val-fraction", type=float, default=0.05)
+    p.add_argument("--sgf-loader", choices=("fast", "supervised"), default="fast",
+                   help="SGF files: our replay of plain game lines, or the GameState iterator")
     p.add_argument("--val-games", type=int, default=2000, help="cap on held-out games replayed")
     p.add_argument("--val-positions", type=int, default=50000)
     p.add_argument("--blocks", type=int, default=6)

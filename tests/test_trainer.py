@@ -268,3 +268,27 @@ def test_shipped_network_agrees_with_the_binary_and_predicts_held_out_moves(lz_b
     logits, _ = backend.forward(planes.numpy())
     top1 = float((logits.argmax(1) == target.numpy().argmax(1)).mean())
     assert len(held) > 300 and top1 > 0.40
+
+
+def test_supervised_iterator_gives_the_same_batches_as_the_fast_replay(tygem_dir, tmp_path):
+    """Positions through the engine's GameState (training.supervised) and through our own
+    replay are the same planes, targets and outcomes; time/forfeit games train policy only."""
+    from leelaz.training.supervised import iter_games
+    sgf = tmp_path / "slice.sgf"
+    sgf.write_text("".join(first_games(tygem_dir, 6, "2010-01")))  # the first is B+F
+    slow = dataset.PositionSet.from_game_arrays(iter_games([str(sgf)], unreliable="zero"))
+    pack = dataset.GamePack.from_games(dataset.read_sgf_collection(str(sgf)))
+    fast = dataset.PositionSet.from_pack(pack)
+    assert len(slow) == len(fast) > 500
+    idx = torch.arange(len(fast))
+    sym = torch.arange(len(fast)) % 8
+    a, b = slow.to("cpu").batch(idx, sym), fast.to("cpu").batch(idx, sym)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    assert 0 < float(b[3].mean()) < 1  # the forfeit game's positions have no value target
+    out = tmp_path / "run"
+    assert train_script.main(["--data", str(sgf), "--sgf-loader", "supervised", "--blocks", "1",
+                              "--filters", "8", "--batch", "16", "--steps", "3", "--out",
+                              str(out), "--workers", "1", "--no-progress", "--device",
+                              "cpu"]) == 0
+    assert (out / "leelaz-1x8.txt.gz").exists()

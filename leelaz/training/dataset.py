@@ -317,9 +317,30 @@ class PositionSet:
     z: np.ndarray  # float32 [N]: +1/-1 from the side to move's view, 0 when unknown
     z_mask: np.ndarray  # float32 [N]: 1 when z is a usable value target
     dropped_games: int = 0  # games cut short at an illegal move
+    to_move: np.ndarray | None = None  # uint8 [N] BLACK/WHITE; None: Black at even ply
 
     def __len__(self) -> int:
         return len(self.ply)
+
+    def side_to_move(self) -> np.ndarray:
+        if self.to_move is not None:
+            return self.to_move
+        return (self.ply % 2).astype(np.uint8)
+
+    @staticmethod
+    def from_game_arrays(games) -> "PositionSet":
+        """Positions from training.supervised's GameArrays (GameState replay: handles setup
+        stones, handicap and any SGF; slower than from_pack). A result of 0 (a time or
+        forfeit game kept with unreliable="zero") trains the policy only."""
+        games = [g for g in games if len(g)]
+        if not games:
+            raise ValueError("no positions")
+        boards = np.concatenate([g.boards for g in games])
+        ply = np.concatenate([np.arange(len(g), dtype=np.int32) for g in games])
+        move = np.concatenate([g.slots for g in games]).astype(np.int64)
+        z = np.concatenate([g.result for g in games]).astype(np.float32)
+        to_move = np.concatenate([g.to_move for g in games]).astype(np.uint8)
+        return PositionSet(boards, ply, move, z, (z != 0).astype(np.float32), 0, to_move)
 
     @staticmethod
     def from_pack(pack: GamePack, workers: int = 1, min_moves: int = 1) -> "PositionSet":
@@ -351,7 +372,8 @@ class PositionSet:
             pos_keep = np.repeat(keep_game, kept)
             boards, ply, move = boards[pos_keep], ply[pos_keep], move[pos_keep]
             z, z_mask = z[pos_keep], z_mask[pos_keep]
-        return PositionSet(boards, ply, move, z * (z_mask > 0), z_mask, dropped)
+        return PositionSet(boards, ply, move, z * (z_mask > 0), z_mask, dropped,
+                           (ply % 2).astype(np.uint8))
 
     def to(self, device) -> "TorchPositions":
         return TorchPositions(self, device)
@@ -374,6 +396,7 @@ class TorchPositions:
                 return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
         self.boards = t(positions.boards)
         self.ply = t(positions.ply).long()
+        self.stm = t(positions.side_to_move())
         self.move = t(positions.move)
         self.z = t(positions.z)
         self.z_mask = t(positions.z_mask)
@@ -395,10 +418,10 @@ class TorchPositions:
         rows = (idx[:, None] - self.hist[None, :]).clamp(min=0)
         valid = (ply[:, None] >= self.hist[None, :])  # [B, 8]
         boards = self.boards[rows]  # [B, 8, 361]
-        stm = (ply % 2).to(torch.uint8)[:, None, None]
+        stm = self.stm[idx][:, None, None]
         own = (boards == stm) & valid[:, :, None]
         opp = (boards == (1 - stm)) & valid[:, :, None]
-        black = (ply % 2 == 0)[:, None, None].expand(-1, 1, NUM_INTERSECTIONS)
+        black = (stm == 0).expand(-1, 1, NUM_INTERSECTIONS)
         planes = torch.cat([own, opp, black, ~black], dim=1)  # bool [B, 18, 361]
         target_slot = self.move[idx]
         if symmetries is not None:
