@@ -9,8 +9,9 @@ Data (--data, --val; each a list of paths):
   other *.gz    Leela Zero training chunks (dump_supervised / dump_training output)
 Without --val, --val-fraction of the games (whole games) is held out.
 
-Loss: policy cross-entropy + value-weight * value MSE (tanh scale, targets +-1) + L2 through
-SGD weight decay on conv/FC weights. Time and forfeit games (B+T, W+T, B+F, W+F) train the
+Loss: policy cross-entropy + value-weight * value MSE (tanh scale, targets +-1); weight decay
+on conv/FC weights only (AdamW by default: decoupled, 0.01; --optimizer sgd: Nesterov SGD
+with L2, use e.g. --lr 0.05 --l2 1e-4). Time and forfeit games (B+T, W+T, B+F, W+F) train the
 policy only: their value target is masked. Each batch gets a random symmetry per sample.
 Schedule: linear warm-up then cosine decay to --lr-final, over --steps or --seconds (whichever
 ends first), so a run cut by time still ends annealed. On CUDA: bf16 autocast, channels_last.
@@ -21,7 +22,9 @@ schedule starts again, a warm restart). Metrics every --eval-seconds on a fixed 
 --val-positions held-out positions: policy top-1, policy cross-entropy, value MSE.
 
     python scripts/train.py --data .devdata/train-0.npz.xz --val .devdata/val.npz.xz \\
-        --blocks 6 --filters 128 --batch 1024 --lr 0.2 --seconds 450 --out runs/6x128
+        --blocks 6 --filters 128 --batch 1024 --lr 0.002 --seconds 450 --out runs/6x128
+
+weights/README.md gives the exact commands behind the shipped network.
 """
 
 from __future__ import annotations
@@ -207,13 +210,13 @@ def parse_args(argv):
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--steps", type=int, default=0, help="0: until --seconds")
     p.add_argument("--seconds", type=float, default=0, help="0: until --steps")
-    p.add_argument("--lr", type=float, default=0.2)
-    p.add_argument("--lr-final", type=float, default=0.0005)
+    p.add_argument("--lr", type=float, default=0.002, help="peak learning rate")
+    p.add_argument("--lr-final", type=float, default=0.00001)
     p.add_argument("--warmup", type=float, default=0.04, help="fraction of the run")
-    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="adamw",
                    help="SGD with Nesterov momentum, or AdamW")
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum / Adam beta1")
-    p.add_argument("--l2", type=float, default=1e-4,
+    p.add_argument("--l2", type=float, default=0.01,
                    help="weight decay of conv/FC weights (SGD: L2; AdamW: decoupled)")
     p.add_argument("--value-weight", type=float, default=1.0)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

@@ -85,6 +85,13 @@ def test_replay_matches_the_binarys_dump_supervised(lz_binary, tygem_dir, tmp_pa
     assert ours == theirs
     assert float(mask.min()) == 1.0
 
+    # The trainer also reads chunk files (soft targets, positions held out from the end).
+    out = tmp_path / "run"
+    assert train_script.main(["--data", str(tmp_path / "out.0.gz"), "--blocks", "1",
+                              "--filters", "8", "--batch", "16", "--steps", "3", "--out",
+                              str(out), "--no-progress", "--device", "cpu"]) == 0
+    assert load_weights(str(out / "leelaz-1x8.txt.gz")).blocks == 1
+
 
 def test_replay_handles_captures_ko_and_illegal_moves():
     """A capture empties the point, an immediate ko recapture and a suicide end the game."""
