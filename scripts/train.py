@@ -352,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         if now - last_eval >= a.eval_seconds or (a.eval_steps and step_in_run % a.eval_steps == 0):
             s = (sums / max(sums_n, 1)).tolist()
             extra = {"lr": lr, "train_policy_ce": s[0], "train_value_mse": s[1],
-                     "train_top1": s[2], "pos_per_s": step_in_run * a.batch / max(1e-9, run_seconds)}
+                     "train_top1": s[2],
+                     "pos_per_s": step_in_run * a.batch / max(1e-9, run_seconds)}
             sums.zero_()
             sums_n = 0
             report(step_in_run, extra)

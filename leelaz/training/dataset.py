@@ -195,6 +195,8 @@ def parse_sgf_line(text: str) -> tuple[list[int], str] | None:
     (the tygem-9d form), or None when the record is something else (use the SGF module)."""
     if "AB[" in text or "AW[" in text or ("SZ[" in text and "SZ[19]" not in text):
         return None
+    if text.count("(;") != 1:  # variations: the SGF module's main line
+        return None
     slots = []
     expect = "B"
     for color, point in _MOVE_RE.findall(text):
@@ -283,7 +285,8 @@ def read_sgf_collection(path: str) -> list[tuple[list[int], str]]:
         text = f.read()
     games = []
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    fast = [parse_sgf_line(ln) for ln in lines] if all(ln.lstrip().startswith("(;") for ln in lines) else [None]
+    one_per_line = all(ln.lstrip().startswith("(;") for ln in lines)
+    fast = [parse_sgf_line(ln) for ln in lines] if one_per_line else [None]
     if all(g is not None for g in fast):
         return [g for g in fast if g[0]]
     from leelaz.training.supervised import sgf_games  # the SGF engineer's general path
