@@ -14,7 +14,8 @@ it refuses as illegal ends the game as a failure. Games end by two passes, a res
 the move cap (--max-moves, --byo-moves: the byo-yomi game spends ~4 s on each of our moves).
 
     python scripts/time_check.py                       # default net in weights/, else 1x8
-    python scripts/time_check.py -w net.gz --byo-moves 60 --log-dir /tmp/tc
+    python scripts/time_check.py -w net.gz --extra=--cpu-only --byo-moves 60 --log-dir /tmp/tc
+    python scripts/time_check.py --only absolute --engine /usr/games/leelaz --extra=--cpu-only
 
 The engine runs as a user would start it (`leelaz -g -w FILE`, pondering on unless
 --noponder, no time_left: it keeps its own clock, as under Sabaki or Lizzie; --time-left
@@ -224,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-w", "--weights", help="network (default: weights/*.gz, else random 1x8)")
     ap.add_argument("--engine", default=f"{sys.executable} -m leelaz",
                     help="how to start leelaz (default: this Python's -m leelaz)")
-    ap.add_argument("--extra", default="", help="more leelaz options, e.g. '--cpu-only -t 2'")
+    ap.add_argument("--extra", default="",
+                    help="more leelaz options, given with '=': --extra='--cpu-only -t 2'")
     ap.add_argument("-b", "--lagbuffer", type=int, default=100, help="centiseconds (LZ: 100)")
     ap.add_argument("--noponder", action="store_true")
     ap.add_argument("--tolerance", type=float, default=0.2,
