@@ -214,25 +214,21 @@ def load_network(cfg: EngineConfig, path: str | None, say):
     if nnmod is None:
         say(f"Network support is not installed yet; not loading {path}.\n")
         return None
-    from leelaz.backends import BackendUnavailable, create_backend
+    from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.weights import load_weights, weights_summary
 
     weights = load_weights(path)
     say(weights_summary(weights) + "\n")
-    backend = None
-    if not cfg.cpu_only:
-        try:
-            _, batch = resolve_threads(cfg)
-            backend = create_backend("opencl", weights, gpus=list(cfg.gpus) or None,
-                                     precision=cfg.precision, batch_size=batch,
-                                     tune="full" if cfg.full_tuner else "fast",
-                                     quiet=cfg.quiet)
-        except (BackendUnavailable, ImportError, OSError, RuntimeError) as exc:
-            say(f"OpenCL is not usable here ({_one_line(exc)}); using the CPU.\n")
-    if backend is None:
+    _, batch = resolve_threads(cfg)
+    # --cpu-only gives NumPy; otherwise OpenCL on a GPU, or on a CPU device only if it beats
+    # NumPy; any OpenCL failure falls back to NumPy with a one-line reason.
+    backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
+                             precision=cfg.precision, batch_size=batch,
+                             tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
+                             log=lambda line: say(line + "\n"))
+    if backend.name == "numpy":
         say("Initializing CPU-only evaluation.\n")
-        backend = create_backend("numpy", weights)
-    # WIRING (lead engineer): cache size from the memory split (lz-setoption), threads.
+    # The cache starts at the network's default size; lz-setoption re-splits memory later.
     return nnmod.Network(weights, backend, seed=cfg.seed,
                          symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
 
@@ -325,9 +321,7 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     if cfg.benchmark:
         return benchmark(cfg, network, stdout, stderr, log, path)
     if cfg.tune_only:
-        # WIRING (lead engineer): the OpenCL tuner.
-        stderr.write("ERROR: --tune-only is not available in this build yet.\n")
-        return 1
+        return 0  # the OpenCL backend tuned itself (and cached the result) while loading
     engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network,
                           weights_path=path)
     return engine.run(stdin)
