@@ -91,33 +91,40 @@ class ReplyStream:
 
 
 class _LineQueue:
-    """Lines from the reader thread; None marks end of input. Thread-safe, peekable."""
+    """Lines from the reader thread; None marks end of input. Thread-safe, peekable.
+
+    Each line gets an arrival number, so a long command can tell lines that came while it
+    ran from lines that were already waiting when it started (a pipelined script).
+    """
 
     def __init__(self):
-        self._lines: collections.deque[str | None] = collections.deque()
+        self._lines: collections.deque[tuple[int, str | None]] = collections.deque()
         self._cond = threading.Condition()
+        self.received = 0  # lines put so far (end of input counts as one)
 
     def put(self, line: str | None) -> None:
         with self._cond:
-            self._lines.append(line)
+            self.received += 1
+            self._lines.append((self.received, line))
             self._cond.notify_all()
 
     def get(self) -> str | None:
         with self._cond:
             while not self._lines:
                 self._cond.wait()
-            line = self._lines.popleft()
-            if line is None:
-                self._lines.appendleft(None)  # end of input stays visible
-            return line
+            entry = self._lines.popleft()
+            if entry[1] is None:
+                self._lines.appendleft(entry)  # end of input stays visible
+            return entry[1]
 
     def pending(self) -> bool:
         return bool(self._lines)
 
-    def any(self, predicate: Callable[[str | None], bool]) -> bool:
-        """Whether any waiting line (None = end of input) satisfies predicate; nothing is taken."""
+    def any_after(self, arrival: int, predicate: Callable[[str | None], bool]) -> bool:
+        """Whether a waiting line that arrived after `arrival` satisfies predicate (None =
+        end of input); nothing is taken."""
         with self._cond:
-            return any(predicate(line) for line in self._lines)
+            return any(n > arrival and predicate(line) for n, line in self._lines)
 
     def wait(self, timeout: float | None) -> bool:
         with self._cond:
@@ -154,6 +161,7 @@ class GtpEngine:
         self._hidden: set[str] = set(HIDDEN)
         self._listeners: dict[str, list[Callable[[], None]]] = {}
         self._queue = _LineQueue()
+        self._arrived_before_command = 0  # arrival number of the last line before it ran
         self._stream: ReplyStream | None = None
         self._after: list[Callable[[], None]] = []
         self._quit = False
@@ -222,12 +230,14 @@ class GtpEngine:
         return self._queue.pending()
 
     def quit_pending(self) -> bool:
-        """A `quit`/`exit` line is waiting, or input has ended: a genmove should end now.
+        """A `quit`/`exit` line, or the end of input, arrived while the current command ran.
 
         Commands run in order, so quit is only answered after the genmove before it; GUIs
-        (Sabaki) kill an engine that takes more than 3 s to quit, so the search polls this.
+        (Sabaki) kill an engine that has not quit 3 s after asking, so a genmove's search
+        polls this and ends early. A quit that was already waiting when the command started
+        is part of a pipelined script, and the genmove before it keeps its full strength.
         """
-        return self._queue.any(_ends_session)
+        return self._queue.any_after(self._arrived_before_command, _ends_session)
 
     def wait_input(self, timeout: float | None = None) -> bool:
         """Block until input_pending() or the timeout; returns input_pending()."""
@@ -293,6 +303,7 @@ class GtpEngine:
         try:
             while not self._quit:
                 line = self._queue.get()
+                self._arrived_before_command = self._queue.received
                 if line is None:
                     self.write_raw("\n")  # Leela Zero prints a newline at end of input
                     break
