@@ -42,7 +42,6 @@ LIZZIE_SUMMARY = (
 #: The Debian binary (an assert build: NDEBUG unset) prints this at tree reuse, and so do we;
 #: Lizzie would read it as a summary line while thinking and throw. Release builds of LZ 0.17
 #: do not print it. Tolerated here as the one known exception (clients.md §1.6, item 5).
-UPDATE_ROOT = re.compile(r"update_root, \d+ -> \d+ nodes \(\d+\.\d% reused\)")
 
 
 def _needs(what: str, present: bool) -> None:
@@ -148,7 +147,7 @@ class Lizzie:
                 lizzie_info(text)
             except (ValueError, IndexError) as exc:
                 self.problems.append(f"info line Lizzie cannot parse ({exc}): {text[:200]!r}")
-        elif " -> " in text and not UPDATE_ROOT.fullmatch(text):
+        elif " -> " in text:
             m = LIZZIE_SUMMARY[0].fullmatch(text.strip()) or \
                 LIZZIE_SUMMARY[1].fullmatch(text.strip())
             if m is None:

@@ -184,17 +184,19 @@ class UCTSearch:
             for c in root.children:
                 if c.status == PRUNED:
                     c.status = ACTIVE
+            if not root.has_children():
+                result = stats.snapshot(root, color, root_state.move_num, move=PASS)
+                self.last_result = result
+                return result
+            return self._finish_think(root_state, color, start, nopass, noresign)
         except BaseException:
             self.reset()  # a failed evaluation must not leave a half-updated tree behind
             raise
         finally:
+            # Charged after the stats and the move choice too: in Python they take
+            # milliseconds per move, which over a game would eat the whole lag buffer.
             if tc is not None:
                 tc.stop(color)
-        if not root.has_children():
-            result = stats.snapshot(root, color, root_state.move_num, move=PASS)
-            self.last_result = result
-            return result
-        return self._finish_think(root_state, color, start, nopass, noresign)
 
     def ponder(self, state, *, should_stop: Callable[[], bool],
                on_progress: Callable[[SearchResult], None] | None = None,
@@ -411,14 +413,12 @@ class UCTSearch:
     def _update_root(self, root_state, restrictions) -> None:
         """Reuse the subtree of the new position if possible, else start a fresh tree."""
         self.playouts = 0
-        start_nodes = stats.count_nodes(self.root) if self.root is not None else 0
         if not self._advance(root_state):
             self.root = UCTNode()
         self._last_state = None
         self.nodes = stats.count_nodes(self.root)
-        if self.nodes > 0 and start_nodes > 0:
-            self.log(f"update_root, {start_nodes} -> {self.nodes} nodes "
-                     f"({100.0 * self.nodes / start_nodes:.1f}% reused)\n")
+        # No "update_root, A -> B nodes" line: only assert builds of LZ 0.17 (Debian's) print
+        # it, and Lizzie reads any stderr line with " -> " as a move of dump_stats.
 
     def _advance(self, new_state) -> bool:
         """Walk the tree from the saved root down the moves played since (LZ's
