@@ -178,14 +178,18 @@ def find_weights(cfg: EngineConfig) -> str | None:
         return cfg.weights
     if os.path.isfile(DEFAULT_WEIGHTS):
         return DEFAULT_WEIGHTS
-    shipped = Path(__file__).resolve().parent.parent / "weights"
+    folders = [Path(__file__).resolve().parent.parent / "weights"]  # a checkout
     try:
-        import leelaz.weights as pkg  # installed builds: weights/ becomes leelaz.weights
-        shipped = Path(pkg.__file__).resolve().parent
+        import leelaz.weights as pkg  # an installed package: weights/ becomes leelaz.weights
+
+        folders += [Path(p) for p in pkg.__path__]
     except ImportError:
         pass
-    nets = sorted(shipped.glob("*.gz")) if shipped.is_dir() else []
-    return str(nets[0]) if nets else None
+    for folder in folders:
+        nets = sorted(folder.glob("*.gz")) if folder.is_dir() else []
+        if nets:
+            return str(nets[0])
+    return None
 
 
 def _optional_module(name: str):

@@ -1,0 +1,1 @@
+"""The networks shipped with leelaz (installed as leelaz.weights); see README.md here."""
