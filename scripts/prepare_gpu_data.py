@@ -21,7 +21,6 @@ import os
 import sys
 import time
 
-import numpy as np
 
 from leelaz.training.dataset import GamePack, read_sgf_collection, result_kind
 

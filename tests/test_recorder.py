@@ -4,7 +4,6 @@ same game recorded by C++ Leela Zero (planes, side to move, visit shares, outcom
 from __future__ import annotations
 
 import ctypes
-import gzip
 import os
 from dataclasses import dataclass
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import gzip
-import io
 import os
 import re
 

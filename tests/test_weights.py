@@ -7,7 +7,6 @@ from the loader.
 from __future__ import annotations
 
 import gzip
-import shutil
 
 import numpy as np
 import pytest

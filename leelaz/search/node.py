@@ -358,6 +358,8 @@ class RootSelector:
         best = None
         best_i = -1
         best_score = -1e300
+        # The scoring below repeats UCTNode.select_child's on purpose: a shared helper would
+        # cost a Python call per child on the hottest loop of the search.
         for i, c in touched:
             if c.status:
                 continue

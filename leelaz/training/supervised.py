@@ -41,7 +41,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from leelaz.game.coords import ALL_VERTICES, BLACK, EMPTY, NUM_VERTICES, PASS, WHITE, policy_slot
+from leelaz.game.coords import ALL_VERTICES, BLACK, EMPTY, NUM_VERTICES, WHITE, policy_slot
 from leelaz.game.sgf import (SgfError, SgfGame, iter_file_games, parse_game, read_text,
                              split_games)
 from leelaz.training.chunks import GAMES_PER_CHUNK, ChunkWriter
