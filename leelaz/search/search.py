@@ -551,7 +551,10 @@ class UCTSearch:
 
 
 def _backup(path, value: float, vl: int) -> None:
-    """Add `value` (Black's side) to every node on the path and take its virtual loss off."""
+    """Add `value` (Black's side) to every node on the path and take its virtual loss off.
+
+    This repeats UCTNode.update inline on purpose (hot path: every playout, every depth), to
+    save a Python method call per node."""
     for node in path:
         n = node.visits
         w = node.black_wins
