@@ -8,11 +8,10 @@ import sys
 import textwrap
 
 import pytest
-
 from paths import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
-import match  # noqa: E402  (scripts/ is not a package)
+import match
 
 FAKE = textwrap.dedent('''
     import sys
@@ -96,3 +95,63 @@ def test_crash_and_illegal_moves_forfeit(fake, tmp_path, capsys):
     assert all("+Forfeit" in g for g in games)
     games = run(fake, tmp_path, "same", "same", games=1)  # White repeats D4: occupied
     assert "RE[B+Forfeit]" in games[0] and "illegal D4" in games[0]
+
+
+def test_parallel_jobs_play_every_game_with_alternating_colours(fake, tmp_path, capsys):
+    # "play" never resigns against "resign": engine 1 wins all four, whatever its colour.
+    games = run(fake, tmp_path, "play", "resign", games=4, extra=("--jobs", "2"))
+    out = capsys.readouterr().out
+    assert len(games) == 4
+    names = sorted(p.name for p in (tmp_path / "sgf").glob("game-*.sgf"))
+    assert names == ["game-001.sgf", "game-002.sgf", "game-003.sgf", "game-004.sgf"]
+    for i, name in enumerate(names):
+        text = (tmp_path / "sgf" / name).read_text()
+        black = "engine1" if i % 2 == 0 else "engine2"
+        assert f"PB[{black}]" in text
+        assert ("RE[B+Resign]" if i % 2 == 0 else "RE[W+Resign]") in text
+    assert out.count("game ") == 4
+    assert out.strip().splitlines()[-1].startswith("engine1: 4/4 = 100.0%")
+
+
+def test_first_game_continues_numbering_and_colours(fake, tmp_path, capsys):
+    run(fake, tmp_path, "play", "resign", games=2, extra=("--first-game", "5"))
+    sgf = tmp_path / "sgf"
+    assert sorted(p.name for p in sgf.glob("game-*.sgf")) == ["game-006.sgf", "game-007.sgf"]
+    assert "PB[engine2]" in (sgf / "game-006.sgf").read_text()  # game 5 is odd: engine 2 Black
+    assert "PB[engine1]" in (sgf / "game-007.sgf").read_text()
+    assert "game 6:" in capsys.readouterr().out
+
+
+def test_tally_of_two_runs_equals_one_match(fake, tmp_path, capsys):
+    # Engine 1 loses by crashing in one run and wins by resignation in the other; played as
+    # one match the record is 2/4 with two crash forfeits for engine 1.
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    run(fake, first, "crash", "play", games=2, extra=("--jobs", "2"))
+    capsys.readouterr()
+    run(fake, second, "play", "resign", games=2, extra=("--first-game", "2", "--sprt"))
+    run_summary = capsys.readouterr().out.strip().splitlines()
+    assert run_summary[-1].startswith("engine1: 2/2")
+    match.main(["--tally", str(first / "sgf"), str(second / "sgf"), "--sprt"])
+    out = capsys.readouterr().out.strip().splitlines()
+    expected = match.summary("engine1", 2, 4, True)
+    assert expected.startswith("engine1: 2/4 = 50.0%")
+    assert out[-2] == expected
+    assert out[-1] == "forfeits: engine1 2 (crash 2); engine2 0"
+
+
+def test_tally_equals_the_runs_final_summary(fake, tmp_path, capsys):
+    # "play" repeats D4 after 5 moves each and forfeits; "pass" never does.
+    run(fake, tmp_path, "play", "pass", games=3, extra=("--jobs", "3", "--sprt"))
+    played = capsys.readouterr().out.strip().splitlines()
+    assert played[-1] == "forfeits: engine1 3 (illegal 3); engine2 0"
+    match.main(["--tally", str(tmp_path / "sgf"), "--sprt"])
+    tallied = capsys.readouterr().out.strip().splitlines()
+    assert tallied[-2:] == played[-2:]
+    assert tallied[-2].startswith("engine1: 0/3")
+
+
+def test_time_limit_starts_no_game_after_it(fake, tmp_path, capsys):
+    games = run(fake, tmp_path, "play", "resign", games=4, extra=("--time-limit", "0.001"))
+    assert len(games) <= 1

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (the device tool), from the repo root: a strength match of leelaz
+# against C++ Leela Zero 0.17 or GNU Go 3.8, many games at once (scripts/match.py --jobs),
+# within one device command (no new game after LIMIT s; the match is cut at HARD s). A match
+# longer than one command is split: run again with FIRST=<games so far> and combine the
+# SGF tars with `scripts/match.py --tally DIR...`.
+#
+#   bash scripts/strength_gpu.sh parity   ours -v 200 -t 1 vs LZ -v 200 -t 1 --batchsize 1
+#   bash scripts/strength_gpu.sh batch    ours -v 200 (default threads/batch) vs LZ -t 1
+#   bash scripts/strength_gpu.sh gnugo    ours -v 400 vs GNU Go --level 10, komi 7.5
+#
+# Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (scripts/pack_reference_gpu.sh) and .gnugo/
+# (scripts/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
+# HARD (560), VISITS (200/200/400), EXTRA1 (more args for ours), OUT (/tmp/strength-out),
+# SPRT=1 (stop when SPRT(0,35) decides; off by default so that every run plays its games:
+# `match.py --tally --sprt` gives the LLR of the combined runs).
+# LOCAL=1 is the dry run for a machine without a GPU: --cpu-only engines, /usr/games binaries,
+# e.g. LOCAL=1 VISITS=2 GAMES=2 JOBS=2 bash scripts/strength_gpu.sh parity
+# Results: $OUT/<mode>-<FIRST>.txt (the games and the summary) and $OUT/<mode>-<FIRST>.tar.gz
+# (the SGFs, game-NNN.sgf by absolute number).
+set -u
+MODE=${1:-}
+case "$MODE" in
+  parity|batch) GAMES=${GAMES:-100}; VISITS=${VISITS:-200} ;;
+  gnugo) GAMES=${GAMES:-50}; VISITS=${VISITS:-400} ;;
+  *) echo "usage: $0 parity|batch|gnugo" >&2; exit 2 ;;
+esac
+JOBS=${JOBS:-14}; FIRST=${FIRST:-0}; LIMIT=${LIMIT:-480}; HARD=${HARD:-560}
+EXTRA1=${EXTRA1:-}; LOCAL=${LOCAL:-0}; SPRT=${SPRT:-0}
+OUT=${OUT:-/tmp/strength-out}; mkdir -p "$OUT"
+NET=$PWD/weights/leelaz-6x128.txt.gz
+W=/tmp/match-$MODE; rm -rf "$W"; mkdir -p "$W/sgf" "$W/logs"
+TAG=$MODE-$FIRST
+REPORT=$OUT/$TAG.txt
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+
+if [ "$LOCAL" = 1 ]; then
+  CPU=--cpu-only
+  LZ="/usr/games/leelaz --cpu-only"
+  GNUGO=/usr/games/gnugo
+else
+  CPU=
+  mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
+  export OCL_ICD_VENDORS=/tmp/icd
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+  # Leela Zero finds its OpenCL tuning under $HOME; ours caches its own there too.
+  export HOME=/tmp/strengthhome; mkdir -p $HOME/.local/share/leela-zero
+  cp .lzpack/leelaz_opencl_tuning $HOME/.local/share/leela-zero/ 2>/dev/null
+  LZ="env LD_LIBRARY_PATH=$PWD/.lzpack/lib $PWD/.lzpack/leelaz"
+  GNUGO="env LD_LIBRARY_PATH=$PWD/.gnugo/lib $PWD/.gnugo/bin/gnugo"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+fi
+
+case "$MODE" in
+  parity) OURS_ARGS="-t 1"; NAME2=lz-0.17
+          ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1" ;;
+  batch)  OURS_ARGS=""; NAME2=lz-0.17
+          ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1" ;;
+  gnugo)  OURS_ARGS=""; NAME2=gnugo-3.8
+          ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
+esac
+OURS_ARGS="$CPU $OURS_ARGS $EXTRA1"
+ENGINE1="python3 -m leelaz -g -w $NET --noponder -v $VISITS $OURS_ARGS"
+
+{
+  echo "== $TAG: games $((FIRST + 1))..$((FIRST + GAMES)), jobs $JOBS, limit ${LIMIT}s, hard ${HARD}s"
+  echo "engine1 (leelaz): $ENGINE1"
+  echo "engine2 ($NAME2): $ENGINE2"
+} | tee "$REPORT"
+if [ "$LOCAL" != 1 ]; then
+  # Fill our OpenCL tuner cache once, so that parallel engines start without tuning.
+  python3 -m leelaz --tune-only -w "$NET" $OURS_ARGS > "$W/logs/tune.log" 2>&1
+  echo "tune-only: rc $?, $SECONDS s" | tee -a "$REPORT"
+fi
+
+# The match gets SIGINT at HARD s: it stops recording, prints its summary and kills the
+# engines (they run in their own sessions); unfinished games are lost.
+timeout -s INT -k 20 $((HARD - SECONDS)) python3 scripts/match.py \
+  --engine1 "$ENGINE1" --engine2 "$ENGINE2" --name1 leelaz --name2 "$NAME2" \
+  --games "$GAMES" --first-game "$FIRST" --jobs "$JOBS" --time-limit "$(( LIMIT > SECONDS + 1 ? LIMIT - SECONDS : 1 ))" \
+  --komi 7.5 --sgf-dir "$W/sgf" --log-dir "$W/logs" $([ "$SPRT" = 1 ] && echo --sprt) 2>&1 | tee -a "$REPORT"
+echo "match: rc ${PIPESTATUS[0]}, $SECONDS s" | tee -a "$REPORT"
+
+# Same moves in two games would mean the engines are deterministic and the games not
+# independent samples.
+python3 - "$W/sgf" <<'PY' | tee -a "$REPORT"
+import glob, re, sys
+games = [re.sub(r"^\(;[^;]*", "", open(p).read()) for p in glob.glob(sys.argv[1] + "/game-*.sgf")]
+print(f"distinct move sequences: {len(set(games))} of {len(games)} games")
+PY
+grep -hiE "error|traceback|exception" "$W"/logs/*.log 2>/dev/null | sort | uniq -c | sort -rn \
+  | head -5 | sed 's/^/log: /' | tee -a "$REPORT"
+tar -C "$W" -czf "$OUT/$TAG.tar.gz" sgf
+echo "== wrote $REPORT and $OUT/$TAG.tar.gz ($(ls "$W"/sgf | wc -l) SGFs) in $SECONDS s"
