@@ -1,6 +1,6 @@
 """The 8 board symmetries, numbered as Leela Zero numbers them (reference doc 4.5).
 
-Owns: `SYMMETRY_TABLE`, `transform_planes`, `untransform_policy`, `symmetry_hash`.
+Owns: `SYMMETRY_TABLE`, `transform_planes`, `untransform_policy`, `symmetry_hash(es)`.
 Imports: numpy, game.coords, game.zobrist.
 
 Symmetry s acts on (x, y) in this order: if s & 4 swap x and y; if s & 2 x <- 18 - x; if s & 1
@@ -76,7 +76,8 @@ def remap_cached_policy(cached: np.ndarray, s: int) -> np.ndarray:
 
 
 # Zobrist keys per symmetry, as arrays: _SYM_KEYS[s][colour][idx] = ZOBRIST[colour][T_s(v)].
-_VERTS = np.array(ALL_VERTICES, dtype=np.intp)
+#: The mailbox slot of each of the 361 points, in index order.
+POINTS = _VERTS = np.array(ALL_VERTICES, dtype=np.intp)
 _ZOB = np.array(ZOBRIST, dtype=np.uint64)  # [4, 441]
 _SYM_KEYS = np.stack([_ZOB[:, _VERTS[SYMMETRY_TABLE[s]]] for s in range(NUM_SYMMETRIES)])
 _VERTEX_MAP = np.zeros((NUM_SYMMETRIES, len(ZOBRIST_KO)), dtype=np.intp)
@@ -101,13 +102,26 @@ def symmetry_hash(board, s: int) -> int:
     Like LZ, it has no pass term, so symmetry 0 equals `board.hash` only without passes.
     The cache key of the mirrored position, used for symmetric cache look-ups (doc 3.9).
     """
+    return symmetry_hashes(board, (s,))[0]
+
+
+_POINTS = np.arange(NUM_INTERSECTIONS)
+_MIRRORS = tuple(range(1, NUM_SYMMETRIES))
+
+
+def symmetry_hashes(board, symmetries=_MIRRORS) -> list[int]:
+    """`symmetry_hash` for several symmetries at once (hot path: the cache probes the 7
+    mirrors of every new leaf early in the game; one gather and one XOR-reduce for all)."""
     colours = board_colours(board)
-    keys = _SYM_KEYS[s][colours, np.arange(NUM_INTERSECTIONS)]
-    h = int(np.bitwise_xor.reduce(keys)) ^ HASH_INIT
-    h ^= ZOBRIST_PRIS[0][board.prisoners[0]] ^ ZOBRIST_PRIS[1][board.prisoners[1]]
+    sym = list(symmetries)
+    keys = _SYM_KEYS[sym][:, colours, _POINTS]  # [len(sym), 361]
+    stones = np.bitwise_xor.reduce(keys, axis=1)
+    common = HASH_INIT ^ ZOBRIST_PRIS[0][board.prisoners[0]] ^ ZOBRIST_PRIS[1][board.prisoners[1]]
     if board.to_move == 0:
-        h ^= BLACK_TO_MOVE
-    return h ^ ZOBRIST_KO[int(_VERTEX_MAP[s][board.ko_move])]
+        common ^= BLACK_TO_MOVE
+    ko = board.ko_move
+    return [int(h) ^ common ^ ZOBRIST_KO[int(_VERTEX_MAP[s][ko])]
+            for h, s in zip(stones.tolist(), sym)]
 
 
 assert all(v == vertex_from_index(i) for i, v in enumerate(ALL_VERTICES))
