@@ -65,3 +65,27 @@ class HashEvaluator(FakeEvaluator):
 
     def _value(self, state):
         return float(self._rng(state).random() * 0.6 + 0.2)
+
+
+class AsyncHashEvaluator(HashEvaluator):
+    """HashEvaluator that answers through submit(...).result(), like a GPU network: the
+    search keeps one batch in flight. Records the most batches ever outstanding at once."""
+
+    asynchronous = True
+
+    def __init__(self, seed: int = 0):
+        super().__init__(seed)
+        self.outstanding = 0
+        self.max_outstanding = 0
+
+    def submit(self, states):
+        evaluator = self
+        states = list(states)
+        self.outstanding += 1
+        self.max_outstanding = max(self.max_outstanding, self.outstanding)
+
+        class Pending:
+            def result(self):
+                evaluator.outstanding -= 1
+                return evaluator.evaluate(states)
+        return Pending()

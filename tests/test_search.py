@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fake_evaluator import FakeEvaluator, HashEvaluator
+from fake_evaluator import AsyncHashEvaluator, FakeEvaluator, HashEvaluator
 from leelaz.game.coords import BLACK, PASS, RESIGN, WHITE, vertex
 from leelaz.game.state import GameState
 from leelaz.search.node import ACTIVE
@@ -65,6 +65,50 @@ def test_no_virtual_loss_left_and_one_call_per_batch(batch):
     assert ev.evaluations == result.playouts + 1
     if batch > 1:
         assert ev.calls < ev.evaluations  # really batched
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_pipelined_search_keeps_the_books(batch):
+    """With an asynchronous evaluator one batch stays in flight while the next is collected
+    (batch > 1 only); caps are still met exactly and no virtual loss is left over."""
+    ev = AsyncHashEvaluator()
+    search, _ = make_search(ev, batch_size=batch, max_visits=300)
+    result = search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert_no_pending_virtual_loss(search)
+    assert_visits_consistent(search)
+    assert result.root_visits == 300
+    assert ev.outstanding == 0
+    assert ev.max_outstanding == (2 if batch > 1 else 1)
+    assert ev.evaluations == result.playouts + 1
+    # The tree keeps growing on reuse, with the same books.
+    state = GameState()
+    state.play(BLACK, result.move)
+    search.params = dataclasses.replace(search.params, max_visits=400)
+    result = search.think(state, WHITE, time_limit_cs=100000)
+    assert_no_pending_virtual_loss(search)
+    assert_visits_consistent(search)
+    assert result.root_visits == 400
+
+
+def test_pipelined_search_error_leaves_a_usable_engine():
+    """An evaluation that fails while another batch is in flight propagates, and the next
+    search starts clean."""
+    class Failing(AsyncHashEvaluator):
+        calls_left = 5
+
+        def submit(self, states):
+            Failing.calls_left -= 1
+            if Failing.calls_left == 0:
+                raise RuntimeError("device lost")
+            return super().submit(states)
+
+    ev = Failing()
+    search, _ = make_search(ev, batch_size=8, max_visits=300)
+    with pytest.raises(RuntimeError, match="device lost"):
+        search.think(GameState(), BLACK, time_limit_cs=100000)
+    result = search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert result.root_visits == 300
+    assert_no_pending_virtual_loss(search)
 
 
 def test_playout_limit_counts_this_search_only():
@@ -444,3 +488,22 @@ def test_result_best_and_pv_follow_lz_order_even_in_snapshots():
     assert result.best() is children[1]  # both above max(2, 4): the higher LCB wins
     assert result.pv == [vertex(1, 0), vertex(2, 2)]
     assert SearchResult(color=BLACK, move_num=0).pv == []
+
+
+def test_legal_points_equal_the_rules_legal_moves():
+    """The search's vectorised legal points are GameState.legal_moves, over random games
+    that reach captures, kos and suicide points (both colours, every move)."""
+    from leelaz.search.search import legal_points
+    rng = np.random.default_rng(5)
+    checked_ko = 0
+    for _ in range(3):
+        state = GameState()
+        for _ in range(400):
+            for color in (BLACK, WHITE):
+                assert legal_points(state, color).tolist() == state.legal_moves(color)
+            checked_ko += bool(state.board.ko_move)
+            moves = state.legal_moves(state.to_move)
+            if not moves:
+                break
+            state.play(state.to_move, int(rng.choice(moves)))
+    assert checked_ko > 0

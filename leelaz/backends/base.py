@@ -10,6 +10,11 @@ Contract of `Backend.forward(planes)`:
     value           (1 + tanh(v)) / 2 in [0, 1], from the value head's own point of view:
                     the side to move for a version-1 file, Black for version 2 (the caller
                     flips; backends never look at the version)
+
+Optionally `Backend.submit(planes)` starts the same computation and returns at once with a
+`Pending` whose `result()` gives forward's answer: a GPU computes one batch while the search
+walks the tree for the next (search.py pipelines when the backend says `asynchronous`).
+`submit(backend, planes)` below works for every backend, computing at once for those without.
 """
 
 from __future__ import annotations
@@ -87,3 +92,25 @@ class Backend(Protocol):
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch; see the module docstring for shapes and meaning."""
         ...
+
+
+class Pending(Protocol):
+    """A forward pass under way; `result()` waits for it (once)."""
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class Done:
+    """A forward pass already computed (backends without their own `submit`)."""
+
+    def __init__(self, answer: tuple[np.ndarray, np.ndarray]):
+        self._answer = answer
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._answer
+
+
+def submit(backend: Backend, planes: np.ndarray) -> Pending:
+    """Start `backend` on a batch: its own asynchronous submit, or forward() right away."""
+    start = getattr(backend, "submit", None)
+    return start(planes) if start is not None else Done(backend.forward(planes))

@@ -297,7 +297,7 @@ class OpenCLBackend:
                 out = np.empty((batch, conv.k, BOARD_SQUARES), self.dtype)
                 cl.enqueue_copy(self.queue, out, dst)
                 outputs.append(out.astype(np.float32))
-        self._host_in = host_in  # alive until the blocking read at the end of the batch
+        self._host_in = host_in  # submit() keeps it alive until the batch is read back
         return outputs
 
     def tower_outputs(self, planes: np.ndarray) -> list[np.ndarray]:
@@ -353,18 +353,33 @@ class OpenCLBackend:
             totals[name] = totals.get(name, 0.0) + seconds
         return totals
 
+    #: The search may walk the tree while a batch runs (submit returns before the GPU is done).
+    asynchronous = True
+
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch: planes [B, 18, 19, 19] -> (policy_logits [B, 362], value [B])."""
+        return self.submit(planes).result()
+
+    def submit(self, planes: np.ndarray) -> _Pending:
+        """Enqueue a whole batch and its read-back without waiting for the device.
+
+        The queue is in order, so a later batch reuses the same device buffers safely: its
+        upload runs only after this batch's result has been copied out."""
         batch = len(planes)
+        result = np.empty((batch, RESULT_WIDTH), np.float32)
         if batch == 0:
-            return np.zeros((0, POLICY_OUTPUTS), np.float32), np.zeros(0, np.float32)
+            return _Pending(self, planes, result, None)
         self._enqueue_tower(planes)
         self._enqueue_heads(batch)
-        result = np.empty((batch, RESULT_WIDTH), np.float32)
-        cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=True)
+        event = cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=False)
+        pending = _Pending(self, planes, result, event)
+        pending.host_in = self._host_in  # the upload reads it until the batch is done
+        return pending
+
+    def _finish(self, planes, result) -> tuple[np.ndarray, np.ndarray]:
         policy = np.ascontiguousarray(result[:, :POLICY_OUTPUTS])
         value = ((1.0 + np.tanh(result[:, POLICY_OUTPUTS])) / 2.0).astype(np.float32)
-        if self.selfcheck and self._rng.random() < self.selfcheck:
+        if self.selfcheck and len(planes) and self._rng.random() < self.selfcheck:
             self._check_one(planes, policy, value)
         return policy, value
 
@@ -383,6 +398,23 @@ class OpenCLBackend:
             raise SelfCheckError(f"OpenCL self-check mismatch: L2 error {error:.4g} over "
                                  f"priors, pass and value (tolerance "
                                  f"{self.selfcheck_tolerance}).")
+
+
+class _Pending:
+    """One submitted batch: `result()` waits for its read-back, then decodes it."""
+
+    def __init__(self, backend: OpenCLBackend, planes, result: np.ndarray, event):
+        self.backend = backend
+        self.planes = planes
+        self.host = result
+        self.event = event
+        self.host_in = None
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.event is not None:
+            self.event.wait()
+            self.event = self.host_in = None
+        return self.backend._finish(self.planes, self.host)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

@@ -4,12 +4,13 @@ Owns: `Network`, `Evaluation`. Imports: numpy, nn.features, nn.symmetry, nn.cach
 backends (registry, weights), game.coords.
 
 `Network.evaluate(states, symmetry=None)` gathers the input planes of every state, applies a
-symmetry per evaluation (random, a given one, or all 8 averaged), makes **one**
-`backend.forward` call for the whole batch, then softmaxes the policy, maps it back to board
-order, turns a version-2 (Black's) value into the side to move's, and fills the cache.
+symmetry per evaluation (random, a given one, or all 8 averaged), makes **one** backend call
+for the whole batch, then softmaxes the policy, maps it back to board order, turns a version-2 (Black's) value into the side to move's, and fills the cache.
 Cache look-ups (exact hash, then, early in the game, the 7 symmetric hashes with the policy
 remapped) happen first; states found there never reach the backend. As in Leela Zero the cache
 is written by every evaluation and read unless the caller says not to (heatmap, netbench).
+`Network.submit(...)` does the same in two halves: it hands the batch to the backend and
+returns; `.result()` waits, decodes and caches (the search pipelines batches with it).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from leelaz.backends import create_backend
-from leelaz.backends.base import Backend, NetWeights
+from leelaz.backends.base import Backend, NetWeights, submit
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
 from leelaz.nn.cache import MAX_CACHE_COUNT, NNCache
 from leelaz.nn.features import input_planes
 from leelaz.nn.symmetry import (NUM_SYMMETRIES, SYMMETRY_TABLE, remap_cached_policy,
-                                symmetry_hash, untransform_policy)
+                                symmetry_hashes, untransform_policy)
 
 #: Symmetric cache look-ups only while move_num < this: LZ's opening_moves(19) / 2 = (361/6)/2.
 SYMMETRIC_LOOKUP_MOVES = (NUM_INTERSECTIONS // 6) // 2
@@ -68,6 +69,11 @@ class Network:
         return self.weights.version
 
     # ------------------------------------------------------------------ evaluation
+    @property
+    def asynchronous(self) -> bool:
+        """The backend computes while Python goes on (submit returns before the answer)."""
+        return bool(getattr(self.backend, "asynchronous", False))
+
     def evaluate(self, states, symmetry: int | str | None = None,
                  read_cache: bool = True) -> list[Evaluation]:
         """Evaluate a batch of GameStates.
@@ -75,6 +81,14 @@ class Network:
         symmetry: None = a random one per evaluation, 0..7 = that one, "average" (or "avg") =
         the mean of all 8. read_cache=False skips the look-up (heatmap, netbench); results are cached anyway.
         """
+        return self.submit(states, symmetry, read_cache).result()
+
+    def submit(self, states, symmetry: int | str | None = None,
+               read_cache: bool = True) -> PendingEvaluations:
+        """Start evaluating a batch (see `evaluate`); `.result()` gives the Evaluations.
+
+        Cache hits are answered now; the misses go to the backend in one submit, so with an
+        asynchronous backend the caller can prepare the next batch while this one runs."""
         states = list(states)
         results: list[Evaluation | None] = [None] * len(states)
         todo = []
@@ -84,12 +98,10 @@ class Network:
                 results[i] = hit
             else:
                 todo.append(i)
+        pending = None
         if todo:
-            fresh = self._compute([states[i] for i in todo], symmetry)
-            for i, ev in zip(todo, fresh):
-                results[i] = ev
-                self.cache.insert(states[i].board.hash, ev)
-        return results
+            pending = self._submit([states[i] for i in todo], symmetry)
+        return PendingEvaluations(self, states, results, todo, pending)
 
     def _probe(self, state) -> Evaluation | None:
         """Exact cache hit, or (early in the game) a hit on a mirrored position (doc 3.9)."""
@@ -99,8 +111,8 @@ class Network:
             return hit
         if state.move_num >= SYMMETRIC_LOOKUP_MOVES:
             return None
-        for s in range(1, NUM_SYMMETRIES):
-            hit = self.cache.lookup(symmetry_hash(board, s))
+        for s, key in enumerate(symmetry_hashes(board), start=1):
+            hit = self.cache.lookup(key)
             if hit is not None:
                 return Evaluation(remap_cached_policy(hit.policy, s), hit.winrate)
         return None
@@ -116,8 +128,8 @@ class Network:
             raise ValueError(f"symmetry must be 0..7, 'average' or None, not {symmetry!r}")
         return [[s] for _ in range(count)]
 
-    def _compute(self, states, symmetry) -> list[Evaluation]:
-        """One backend call for every (state, symmetry) row; the rows of a state averaged."""
+    def _submit(self, states, symmetry) -> tuple:
+        """One backend submit for every (state, symmetry) row."""
         plan = self._symmetries(len(states), symmetry)
         rows = sum(len(p) for p in plan)
         planes = np.empty((rows, 18, NUM_INTERSECTIONS), dtype=np.float32)
@@ -127,8 +139,12 @@ class Network:
             for s in syms:
                 planes[r] = base[:, SYMMETRY_TABLE[s]] if s else base
                 r += 1
-        logits, values = self.backend.forward(planes.reshape(rows, 18, 19, 19))
+        pending = submit(self.backend, planes.reshape(rows, 18, 19, 19))
         self.evaluations += rows
+        return states, plan, pending
+
+    def _decode(self, states, plan, logits, values) -> list[Evaluation]:
+        """Softmax, undo each row's symmetry, average the rows of a state, fix the value's side."""
         probs = softmax(logits)
         out = []
         r = 0
@@ -170,6 +186,28 @@ class Network:
         floats += w.value_fc1_w.size + w.value_fc1_b.size
         floats += w.value_fc2_w.size + w.value_fc2_b.size
         return 4 * floats
+
+
+class PendingEvaluations:
+    """A batch under way: `result()` waits for the backend, decodes and caches (once)."""
+
+    def __init__(self, network: Network, states, results, todo, pending):
+        self._network = network
+        self._states = states
+        self._results = results
+        self._todo = todo
+        self._pending = pending
+
+    def result(self) -> list[Evaluation]:
+        if self._pending is not None:
+            states, plan, pending = self._pending
+            self._pending = None
+            logits, values = pending.result()
+            net = self._network
+            for i, ev in zip(self._todo, net._decode(states, plan, logits, values)):
+                self._results[i] = ev
+                net.cache.insert(self._states[i].board.hash, ev)
+        return self._results
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from array import array
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, BOARD_SIZE, PASS, STRIDE, WHITE
+from leelaz.game.coords import BLACK, BOARD_SIZE, NUM_VERTICES, PASS, STRIDE, WHITE
 from leelaz.search.lcb import t_quantile
 
 ACTIVE = 0
@@ -48,6 +48,14 @@ M2_START = 1e-4
 
 _EMPTY_MOVES = array("h")
 _EMPTY_PRIORS = array("f")
+#: The policy slot of each vertex (index order y * 19 + x; PASS, -1, wraps to slot 361).
+_POLICY_SLOT = np.zeros(NUM_VERTICES + 1, dtype=np.intp)
+_POLICY_SLOT[-1] = BOARD_SIZE * BOARD_SIZE
+for _y in range(BOARD_SIZE):
+    for _x in range(BOARD_SIZE):
+        _POLICY_SLOT[(_y + 1) * STRIDE + _x + 1] = _y * BOARD_SIZE + _x
+del _x, _y
+_PASS_ONLY = np.array([PASS], dtype=np.int16)
 
 
 class UCTNode:
@@ -134,26 +142,31 @@ class UCTNode:
         number of children created (LZ's node count).
         """
         # NumPy does the per-candidate work (gather, renormalise, sort): ~360 entries per leaf.
-        moves = np.asarray(candidates, dtype=np.int32)
-        idx = (moves // STRIDE - 1) * BOARD_SIZE + moves % STRIDE - 1
-        pol = np.asarray(policy, dtype=np.float32)
-        priors = pol[idx]
+        moves = np.asarray(candidates, dtype=np.int16)
         if allow_pass:
-            moves = np.append(moves, np.int32(PASS))
-            priors = np.append(priors, pol[BOARD_SIZE * BOARD_SIZE])
-        total = np.float32(priors.sum(dtype=np.float32))
+            moves = np.concatenate((moves, _PASS_ONLY))
+        pol = np.asarray(policy, dtype=np.float32)
+        priors = pol[_POLICY_SLOT[moves]]
+        total = priors.sum(dtype=np.float32)
         if total > FLT_MIN:
-            priors = priors / total
+            priors /= total
         elif len(priors):
-            priors = np.full(len(priors), 1.0 / len(priors), dtype=np.float32)
+            priors[:] = np.float32(1.0 / len(priors))
         order = np.lexsort((moves, priors))[::-1]  # (prior, vertex) descending
-        moves = moves[order].astype(np.int16)
-        priors = priors[order].astype(np.float32)
+        moves = moves[order]
+        priors = priors[order]
         self.net_eval = net_eval_black
         if not len(moves):
             self.expanded = True
             self.psa_ratio = 0.0
             return 0
+        if not self.expanded and min_psa_ratio <= 0.0:  # the usual case: keep everything
+            self._moves = array("h", moves.tobytes())
+            self._priors = array("f", priors.tobytes())
+            self.children = []
+            self.expanded = True
+            self.psa_ratio = 0.0
+            return len(moves)
         new_min = priors[0] * np.float32(min_psa_ratio)
         keep = priors >= new_min if new_min > 0 else np.ones(len(moves), dtype=bool)
         if self.expanded:  # a second, deeper expansion: only what is still missing

@@ -2,7 +2,7 @@
 
 Owns: `UCTSearch` (think, ponder, tree reuse, root preparation, time management, stderr
 diagnostics) and the `Evaluator` / `MoveRestrictions` protocols it needs.
-Imports: game.coords, search.* (never nn/: an evaluator is handed in; tests pass a fake).
+Imports: numpy, game.coords, search.* (never nn/: an evaluator is handed in; tests pass a fake).
 
 One batch (hot path, `_run_batch` / `_descend`): up to `batch_size` playouts descend from the
 root on copies of the root state (`state.copy()` + `play()`), each leaving virtual loss on its
@@ -27,7 +27,9 @@ import sys
 import time
 from typing import Callable, Protocol, Sequence
 
-from leelaz.game.coords import BLACK, PASS, gtp_vertex
+import numpy as np
+
+from leelaz.game.coords import BLACK, EMPTY, PASS, STRIDE, gtp_vertex
 from leelaz.search import stats, timemanage
 from leelaz.search.choose import choose_move
 from leelaz.search.node import ACTIVE, INVALID, PRUNED, RootSelector, UCTNode
@@ -128,6 +130,8 @@ class UCTSearch:
         self._restrictions: MoveRestrictions | None = None
         self._leaf_seconds = 0.0  # running mean of evaluation time per leaf (ponder batches)
         self._root_selector: RootSelector | None = None  # built per search loop
+        self._in_flight = None  # (leaves, pending, ratio): the batch on the device, pipelined
+        self._progress_shown = 0  # centiseconds of the last on_progress call in this loop
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -245,21 +249,44 @@ class UCTSearch:
     # ------------------------------------------------------------------ the loop
     def _loop(self, root_state, color, start, budget_cs, visits_cap, playouts_cap, on_progress,
               interval_cs, should_stop, pondering):
-        """Batches until a limit, the budget, early stop or should_stop (at least one)."""
+        """Batches until a limit, the budget, early stop or should_stop (at least one).
+
+        With an asynchronous evaluator (a GPU) and batches of more than one, one batch is
+        kept in flight: its leaves are expanded after the next batch has been collected."""
+        batch = max(1, self.params.batch_size)
+        early_stop = timemanage.EarlyStop(self.params.effective_timemanage(), self.log)
+        self._root_selector = RootSelector(self.root)
+        pipelined = batch > 1 and bool(getattr(self.evaluator, "asynchronous", False))
+        self._in_flight = None
+        try:
+            self._batches(root_state, color, start, budget_cs, visits_cap, playouts_cap,
+                          on_progress, interval_cs, should_stop, pondering, batch, pipelined,
+                          early_stop)
+            self._drain()
+        finally:
+            self._in_flight = None  # after an error the caller resets the tree
+        if interval_cs and on_progress and self._progress_shown == 0:
+            on_progress(self._snapshot(root_state, color, start))
+
+    def _batches(self, root_state, color, start, budget_cs, visits_cap, playouts_cap,
+                 on_progress, interval_cs, should_stop, pondering, batch, pipelined, early_stop):
         p = self.params
         root = self.root
-        batch = max(1, p.batch_size)
         last_update = last_output = stalled = 0
-        early_stop = timemanage.EarlyStop(p.effective_timemanage(), self.log)
-        self._root_selector = RootSelector(root)
+        self._progress_shown = 0
         while True:
             left = min(playouts_cap - self.playouts, visits_cap - root.visits)
+            left -= self._in_flight_count()
             size = min(batch, left)
             if pondering and self._leaf_seconds > 0:
                 # Stay responsive: a ponder batch should take at most PONDER_BATCH_SECONDS,
                 # since input is only noticed between batches.
                 size = min(size, int(PONDER_BATCH_SECONDS / self._leaf_seconds))
-            if self._run_batch(root_state, max(1, size)):
+            if pipelined:
+                did = self._run_pipelined(root_state, max(1, size) if left > 0 else 0)
+            else:
+                did = self._run_batch(root_state, max(1, size))
+            if did:
                 stalled = 0
             else:
                 stalled += 1
@@ -267,7 +294,7 @@ class UCTSearch:
                     break
             elapsed_cs = int((time.monotonic() - start) * 100)
             if interval_cs and on_progress and elapsed_cs - last_output > interval_cs:
-                last_output = elapsed_cs
+                last_output = self._progress_shown = elapsed_cs
                 on_progress(self._snapshot(root_state, color, start))
             if not pondering and elapsed_cs - last_update > 250:
                 last_update = elapsed_cs
@@ -285,15 +312,42 @@ class UCTSearch:
             if not early_stop.keep_searching(root, root_state, color, self.playouts,
                                              elapsed_cs, budget_cs, visits_cap, playouts_cap):
                 break
-        if interval_cs and on_progress and last_output == 0:
-            on_progress(self._snapshot(root_state, color, start))
 
     def _run_batch(self, root_state, limit: int) -> int:
         """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up.
         Returns how many descents did something (a value, or an expansion)."""
-        vl = self.params.virtual_loss
         ratio = self._min_psa_ratio()
-        leaves = []  # (path, state, kind): _LEAF, or _REEXPAND (more children, no value)
+        leaves, done = self._collect(root_state, limit, ratio)
+        if leaves:
+            self._apply(leaves, self._submit(leaves), ratio)
+        return done + len(leaves)
+
+    def _run_pipelined(self, root_state, limit: int) -> int:
+        """As _run_batch, but the batch is left running on the device while the previous one
+        is backed up; the next call collects its leaves during the device's work. The tree
+        sees two batches of virtual loss at a time, as LZ's threads beyond one batch do."""
+        ratio = self._min_psa_ratio()
+        leaves, done = self._collect(root_state, limit, ratio) if limit > 0 else ([], 0)
+        batch = (leaves, self._submit(leaves), ratio) if leaves else None
+        return done + len(leaves) + self._drain(batch)
+
+    def _drain(self, replacement=None) -> int:
+        """Back up the batch in flight (if any) and put `replacement` in its place."""
+        batch, self._in_flight = self._in_flight, replacement
+        if batch is None:
+            return 0
+        self._apply(*batch)
+        return len(batch[0])
+
+    def _in_flight_count(self) -> int:
+        return len(self._in_flight[0]) if self._in_flight is not None else 0
+
+    def _collect(self, root_state, limit: int, ratio: float):
+        """Descend up to `limit` times; terminal values are backed up at once. Returns the
+        leaves to evaluate, (path, state, kind) with kind _LEAF or _REEXPAND (more children,
+        no value), and how many terminal playouts were backed up."""
+        vl = self.params.virtual_loss
+        leaves = []
         deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
         attempts = done = 0
         while len(leaves) < limit and attempts < 2 * limit:
@@ -312,19 +366,37 @@ class UCTSearch:
                 node.virtual_loss -= vl
             if kind == _COLLISION:
                 break
-        if not leaves:
-            return done
+        return leaves, done
+
+    def _submit(self, leaves):
+        """Hand the leaves' states to the evaluator; a failure takes their virtual loss off."""
         began = time.monotonic()
         try:
-            evals = self.evaluator.evaluate([st for _, st, _ in leaves])
+            states = [st for _, st, _ in leaves]
+            start = getattr(self.evaluator, "submit", None)
+            pending = start(states) if start is not None else _Ready(self.evaluator.evaluate(states))
+        except BaseException:
+            self._forget(leaves)
+            raise
+        return _Timed(pending, time.monotonic() - began)
+
+    def _forget(self, leaves) -> None:
+        vl = self.params.virtual_loss
+        for path, _, _ in leaves:  # leave no virtual loss behind: the tree stays usable
+            for node in path:
+                node.virtual_loss -= vl
+
+    def _apply(self, leaves, pending, ratio: float) -> None:
+        """Wait for the evaluations, expand each leaf and back its value up."""
+        vl = self.params.virtual_loss
+        try:
+            evals = pending.result()
             if len(evals) != len(leaves):
                 raise ValueError(f"evaluator answered {len(evals)} of {len(leaves)} states")
         except BaseException:
-            for path, _, _ in leaves:  # leave no virtual loss behind: the tree stays usable
-                for node in path:
-                    node.virtual_loss -= vl
+            self._forget(leaves)
             raise
-        per_leaf = (time.monotonic() - began) / len(leaves)
+        per_leaf = pending.seconds / len(leaves)
         self._leaf_seconds = per_leaf if not self._leaf_seconds else \
             0.8 * self._leaf_seconds + 0.2 * per_leaf
         for (path, st, kind), ev in zip(leaves, evals):
@@ -335,7 +407,6 @@ class UCTSearch:
             else:  # LZ goes on down from a re-expanded node; we let the next playout do so
                 for node in path:
                     node.virtual_loss -= vl
-        return done + len(leaves)
 
     def _min_psa_ratio(self) -> float:
         """How much of each expansion to keep as the tree fills its memory (LZ's
@@ -395,12 +466,12 @@ class UCTSearch:
         color = st.to_move
         stm = float(ev.winrate)
         black = stm if color == BLACK else 1.0 - stm
-        candidates = st.legal_moves(color)
+        candidates = legal_points(st, color)
         restrictions = self._restrictions
         if restrictions is not None and restrictions.has_move_restrictions:
             mn = st.move_num
             allowed = restrictions.is_allowed
-            candidates = [v for v in candidates if allowed(color, v, mn)]
+            candidates = [v for v in candidates.tolist() if allowed(color, v, mn)]
         allow_pass = self.params.dumbpass or len(candidates) <= 19
         if not allow_pass and stm > 0.8:
             score = st.final_score()
@@ -550,6 +621,31 @@ class UCTSearch:
         return record
 
 
+class _Ready:
+    """An evaluator without `submit`: its answer, computed at once."""
+
+    def __init__(self, evals):
+        self._evals = evals
+
+    def result(self):
+        return self._evals
+
+
+class _Timed:
+    """A pending evaluation that adds up the time spent submitting it and waiting for it:
+    the evaluation time per leaf that sizes ponder batches."""
+
+    def __init__(self, pending, submit_seconds: float):
+        self._pending = pending
+        self.seconds = submit_seconds
+
+    def result(self):
+        began = time.monotonic()
+        evals = self._pending.result()
+        self.seconds += time.monotonic() - began
+        return evals
+
+
 def _backup(path, value: float, vl: int) -> None:
     """Add `value` (Black's side) to every node on the path and take its virtual loss off.
 
@@ -565,6 +661,28 @@ def _backup(path, value: float, vl: int) -> None:
         node.black_wins = w
         node.m2 += old_delta * (value - w / n)
         node.virtual_loss -= vl
+
+
+def legal_points(state, color: int) -> np.ndarray:
+    """GameState.legal_moves(color) as an int16 array, vectorised for the hot path (one call
+    per expansion): a point with an empty neighbour is legal unless it is the ko point; only
+    the few points without one get the board's own suicide test."""
+    board = state.board
+    square = np.frombuffer(board.square, dtype=np.uint8)
+    points = np.frombuffer(board.empty, dtype=np.int16)[:board.empty_cnt]
+    points = np.sort(points)
+    free = ((square[points - STRIDE] == EMPTY) | (square[points + 1] == EMPTY)
+            | (square[points + STRIDE] == EMPTY) | (square[points - 1] == EMPTY))
+    if board.ko_move:
+        free[points == board.ko_move] = False
+    crowded = np.flatnonzero(~free).tolist()
+    if crowded:
+        suicide = board.is_suicide
+        ko = board.ko_move
+        for i in crowded:
+            v = int(points[i])
+            free[i] = v != ko and not suicide(color, v)
+    return points[free]
 
 
 def _to_move(state, color: int):
