@@ -11,7 +11,9 @@
 #
 # Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (scripts/pack_reference_gpu.sh) and .gnugo/
 # (scripts/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
-# HARD (560), VISITS (200/200/400), EXTRA1 (more args for ours), OUT (/tmp/strength-out),
+# HARD (560), VISITS (200/200/400), EXTRA1 / EXTRA2 (more args for ours / the reference),
+# OPENING (args for both LZ engines, default "-m 10 --precision single"; ours only "-m 10"
+# against GNU Go), OUT (/tmp/strength-out),
 # SPRT=1 (stop when SPRT(0,35) decides; off by default so that every run plays its games:
 # `match.py --tally --sprt` gives the LLR of the combined runs).
 # LOCAL=1 is the dry run for a machine without a GPU: --cpu-only engines, /usr/games binaries,
@@ -26,7 +28,12 @@ case "$MODE" in
   *) echo "usage: $0 parity|batch|gnugo" >&2; exit 2 ;;
 esac
 JOBS=${JOBS:-14}; FIRST=${FIRST:-0}; LIMIT=${LIMIT:-480}; HARD=${HARD:-560}
-EXTRA1=${EXTRA1:-}; LOCAL=${LOCAL:-0}; SPRT=${SPRT:-0}
+EXTRA1=${EXTRA1:-}; EXTRA2=${EXTRA2:-}; LOCAL=${LOCAL:-0}; SPRT=${SPRT:-0}
+# Without -m the games are not independent: at 200 visits both engines replay the same few
+# games (a first 100-game run gave 28 distinct move sequences), random symmetries notwithstanding.
+# Both sides play the first 10 moves in proportion to visits, as LZ's self-play does, and
+# both run fp32, so that precision is not a difference between them.
+OPENING=${OPENING:--m 10 --precision single}
 OUT=${OUT:-/tmp/strength-out}; mkdir -p "$OUT"
 NET=$PWD/weights/leelaz-6x128.txt.gz
 W=/tmp/match-$MODE; rm -rf "$W"; mkdir -p "$W/sgf" "$W/logs"
@@ -54,11 +61,11 @@ else
 fi
 
 case "$MODE" in
-  parity) OURS_ARGS="-t 1"; NAME2=lz-0.17
-          ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1" ;;
-  batch)  OURS_ARGS=""; NAME2=lz-0.17
-          ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1" ;;
-  gnugo)  OURS_ARGS=""; NAME2=gnugo-3.8
+  parity) OURS_ARGS="-t 1 $OPENING"; NAME2=lz-0.17
+          ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1 $OPENING $EXTRA2" ;;
+  batch)  OURS_ARGS="$OPENING"; NAME2=lz-0.17
+          ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1 $OPENING $EXTRA2" ;;
+  gnugo)  OURS_ARGS="${OPENING%% --precision*}"; NAME2=gnugo-3.8
           ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
 esac
 OURS_ARGS="$CPU $OURS_ARGS $EXTRA1"
