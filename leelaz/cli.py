@@ -205,9 +205,10 @@ def _optional_module(name: str):
 def load_network(cfg: EngineConfig, path: str | None, say):
     """The Network for `path`, or None when there is no path or no network support yet.
 
-    Backend: NumPy with --cpu-only; otherwise OpenCL, falling back to NumPy (with a message)
-    when no OpenCL device can be used. Raises OSError/ValueError (WeightsError) for a file
-    that cannot be loaded; the caller exits 1.
+    Backend: NumPy with --cpu-only; otherwise OpenCL (with several --gpu ids, one backend per
+    id splitting each batch), falling back to NumPy (with a message) when no OpenCL device can
+    be used. Raises OSError/ValueError (WeightsError) for a file that cannot be loaded; the
+    caller exits 1.
     """
     if path is None:
         say("No network weights found (no -w, nothing at "
@@ -224,8 +225,9 @@ def load_network(cfg: EngineConfig, path: str | None, say):
     weights = load_weights(path)
     say(weights_summary(weights) + "\n")
     _, batch = resolve_threads(cfg)
-    # --cpu-only gives NumPy; otherwise OpenCL on a GPU, or on a CPU device only if it beats
-    # NumPy; any OpenCL failure falls back to NumPy with a one-line reason.
+    # --cpu-only gives NumPy; otherwise OpenCL on a GPU (on every --gpu id given), or on a CPU
+    # device only if it beats NumPy; any OpenCL failure falls back to NumPy with a one-line
+    # reason.
     backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
                              precision=cfg.precision, batch_size=batch,
                              tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,

@@ -82,7 +82,10 @@ def device_score(device: cl.Device) -> float:
 
 
 def pick_device(gpus: list[int] | None = None, log=None) -> cl.Device:
-    """The device with id gpus[0], or else the best-scoring device (GPUs before CPUs)."""
+    """The device with id gpus[0], or else the best-scoring device (GPUs before CPUs).
+
+    One backend runs on one device: for several ids, device_choice builds a backend per id
+    (passing each its own `gpus=[id]`) and wraps them in a MultiDeviceBackend."""
     devices = list_devices()
     if log:
         log(f"Detected {len({id(p) for _, p, _ in devices})} OpenCL platforms.")
@@ -95,7 +98,7 @@ def pick_device(gpus: list[int] | None = None, log=None) -> cl.Device:
         if gpus[0] not in by_id:
             raise BackendUnavailable(f"no OpenCL device with id {gpus[0]}")
         if len(gpus) > 1 and log:
-            log(f"Only one device is used; ignoring ids {gpus[1:]}.")
+            log(f"One OpenCLBackend uses one device; ignoring ids {gpus[1:]}.")
         return by_id[gpus[0]]
     return max((d for _, _, d in devices), key=device_score)
 

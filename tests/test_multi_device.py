@@ -1,0 +1,239 @@
+"""Several --gpu ids: MultiDeviceBackend splits a batch across OpenCL backends.
+
+References: the NumPy backend (1e-4 relative, fp32) for the joined answers; the chunk sizes and
+the submit-before-wait order are checked on recording fakes, so they hold without OpenCL too.
+On PoCL two backends share one device (`--gpu 0 --gpu 0`), which exercises the split, the
+concurrent queues and the join exactly as two GPUs would.
+
+Runs on PoCL in CI; the OpenCL tests are skipped only when no OpenCL device exists and CI is
+not set (the pattern of test_opencl_backend.py).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+
+import numpy as np
+import pytest
+
+from leelaz.backends.multi_device import MultiDeviceBackend, split_sizes
+from leelaz.backends.weights import load_weights
+
+cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
+
+from leelaz.backends import BackendUnavailable  # noqa: E402
+from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
+
+BLOCKS, FILTERS = 2, 32
+TOLERANCE = 1e-4
+
+
+def _opencl_available() -> bool:
+    from leelaz.backends.opencl_backend import list_devices
+
+    try:
+        list_devices()
+        return True
+    except BackendUnavailable:
+        return False
+
+
+def _need_opencl() -> None:
+    if not _opencl_available():
+        if os.environ.get("CI"):
+            pytest.fail("no OpenCL device in CI; .ci/run installs PoCL")
+        pytest.skip("no OpenCL platform here")
+
+
+@pytest.fixture(scope="module")
+def weights(random_weights):
+    return load_weights(random_weights(BLOCKS, FILTERS, seed=5))
+
+
+@pytest.fixture(scope="module")
+def multi(weights):
+    """Two fp32 OpenCL backends on the same device, default tile sizes (no tuning)."""
+    from leelaz.backends.opencl_backend import OpenCLBackend, pick_device
+
+    _need_opencl()
+    device = pick_device([0])
+    parts = [OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
+                           device=device) for _ in range(2)]
+    return MultiDeviceBackend(parts)
+
+
+def random_planes(batch: int, seed: int) -> np.ndarray:
+    """Plausible inputs: 0/1 stone planes, one all-ones side-to-move plane."""
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((batch, 18, 19, 19)) < 0.3).astype(np.float32)
+    planes[:, 16:] = 0.0
+    planes[np.arange(batch), 16 + rng.integers(0, 2, batch)] = 1.0
+    return planes
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+# ---- the split and the order, on fakes --------------------------------------------------------
+
+class _Recorder:
+    """A fake asynchronous backend: policy row = the input's first value, value = its index."""
+
+    name = "fake"
+    asynchronous = True
+
+    def __init__(self, label: str, events: list):
+        self.label, self.events = label, events
+
+    def submit(self, planes):
+        self.events.append(("submit", self.label, len(planes)))
+        policy = np.repeat(planes[:, :1, 0, 0], 362, axis=1).astype(np.float32)
+        value = planes[:, 0, 0, 0].astype(np.float32)
+        return _RecordedPending(self, policy, value)
+
+
+class _RecordedPending:
+    def __init__(self, backend, policy, value):
+        self.backend, self.answer = backend, (policy, value)
+
+    def result(self):
+        self.backend.events.append(("result", self.backend.label))
+        return self.answer
+
+
+def test_split_sizes():
+    assert split_sizes(7, 2) == [4, 3]
+    assert split_sizes(8, 3) == [3, 3, 2]
+    assert split_sizes(3, 3) == [1, 1, 1]
+    assert split_sizes(1, 2) == [1]  # smaller than the device count: first devices only
+    assert split_sizes(2, 4) == [1, 1]
+    assert split_sizes(0, 2) == [0]
+
+
+@pytest.mark.parametrize("batch", [0, 1, 2, 3, 7])
+def test_chunks_are_submitted_before_any_wait_and_joined_in_order(batch):
+    events: list = []
+    backend = MultiDeviceBackend([_Recorder("a", events), _Recorder("b", events),
+                                  _Recorder("c", events)])
+    planes = np.zeros((batch, 18, 19, 19), np.float32)
+    planes[:, 0, 0, 0] = np.arange(batch)
+    pending = backend.submit(planes)
+    submits = [e for e in events if e[0] == "submit"]
+    assert events == submits  # nothing waited on yet
+    assert [n for _, _, n in submits] == split_sizes(batch, 3)
+    policy, value = pending.result()
+    assert [e[0] for e in events[len(submits):]] == ["result"] * len(submits)
+    assert policy.shape == (batch, 362) and value.shape == (batch,)
+    np.testing.assert_array_equal(value, np.arange(batch))
+    np.testing.assert_array_equal(policy[:, 361], np.arange(batch))
+    assert backend.asynchronous and backend.name == "fake"
+
+
+def test_synchronous_parts_make_a_synchronous_whole(weights):
+    backend = MultiDeviceBackend([NumpyBackend(weights), NumpyBackend(weights)])
+    assert not backend.asynchronous and backend.name == "numpy"
+    planes = random_planes(3, seed=1)
+    want = NumpyBackend(weights).forward(planes)
+    got = backend.forward(planes)
+    assert rel_error(got[0], want[0]) < 1e-6 and np.abs(got[1] - want[1]).max() < 1e-6
+
+
+# ---- on OpenCL ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 7])
+def test_two_backends_on_one_device_match_numpy(multi, weights, batch, monkeypatch):
+    used = []
+    for part in multi.parts:  # record which part got how many rows
+        monkeypatch.setattr(part, "submit", lambda p, _s=part.submit: used.append(len(p)) or _s(p))
+    reference = NumpyBackend(weights)
+    planes = random_planes(batch, seed=300 + batch)
+    policy, value = multi.forward(planes)
+    want_policy, want_value = reference.forward(planes)
+    assert used == split_sizes(batch, 2)
+    assert policy.shape == (batch, 362) and value.shape == (batch,)
+    assert policy.dtype == np.float32 and value.dtype == np.float32
+    assert rel_error(policy, want_policy) < TOLERANCE
+    assert np.abs(value - want_value).max() < TOLERANCE
+
+
+def test_two_batches_submitted_then_read(multi, weights):
+    """A second batch enqueued on the same queues before the first is read gives both right."""
+    reference = NumpyBackend(weights)
+    first, second = random_planes(5, seed=41), random_planes(3, seed=42)
+    pending_first = multi.submit(first)
+    pending_second = multi.submit(second)
+    for pending, planes in ((pending_second, second), (pending_first, first)):
+        policy, value = pending.result()
+        want_policy, want_value = reference.forward(planes)
+        assert rel_error(policy, want_policy) < TOLERANCE
+        assert np.abs(value - want_value).max() < TOLERANCE
+
+
+def test_multi_exposes_what_start_up_reads(multi):
+    assert multi.name == "opencl" and multi.asynchronous
+    assert multi.precision == "single"
+    assert multi.device == multi.parts[0].device and len(multi.devices) == 2
+
+
+def test_chooser_builds_one_backend_per_id(weights):
+    from leelaz.backends.device_choice import choose_backend
+
+    _need_opencl()
+    lines: list[str] = []
+    backend = choose_backend(weights, gpus=[0, 0], precision="single", batch_size=2,
+                             tune="none", quiet=True, log=lines.append)
+    assert isinstance(backend, MultiDeviceBackend) and len(backend.parts) == 2
+    assert all(part.name == "opencl" for part in backend.parts)
+    assert backend.parts[0] is not backend.parts[1] and lines == []
+    # one id: exactly the single backend of before
+    single = choose_backend(weights, gpus=[0], precision="single", batch_size=2, tune="none",
+                            quiet=True, log=lines.append)
+    assert not isinstance(single, MultiDeviceBackend) and single.name == "opencl"
+
+
+def test_chooser_falls_back_to_numpy_for_a_bad_id_among_several(weights):
+    from leelaz.backends.device_choice import choose_backend
+    from leelaz.backends.opencl_backend import list_devices
+
+    _need_opencl()
+    bad = len(list_devices()) + 5
+    lines: list[str] = []
+    backend = choose_backend(weights, gpus=[0, bad], precision="single", batch_size=2,
+                             tune="none", quiet=True, log=lines.append)
+    assert backend.name == "numpy"
+    want = f"OpenCL unavailable (no OpenCL device with id {bad}); using the NumPy backend."
+    assert lines == [want]
+
+
+def test_cli_with_two_gpu_ids_answers(random_weights, tmp_path, monkeypatch, capsys):
+    """`leelaz --gpu 0 --gpu 0`: a Selected device line per id, a heatmap that agrees with the
+    NumPy network, and a move."""
+    from leelaz.cli import run
+    from leelaz.game.state import GameState
+    from leelaz.nn.network import Network
+
+    _need_opencl()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))  # any tuner cache stays here
+    net = random_weights(1, 8)
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["-g", "--gpu", "0", "--gpu", "0", "--precision", "single", "-t", "2",
+                "--noponder", "-v", "8", "-s", "3", "-w", net],
+               stdin=io.StringIO("heatmap 0\ngenmove b\nquit\n"), stdout=out, stderr=err)
+    text, log = out.getvalue(), err.getvalue()
+    assert code == 0, log
+    opencl_lines = capsys.readouterr().err  # the OpenCL backend writes to sys.stderr itself
+    assert len(re.findall(r"^Selected device: ", opencl_lines, re.MULTILINE)) == 2, opencl_lines
+    assert "NumPy backend" not in log and "CPU-only" not in log
+    replies = text.split("\n\n")
+    assert replies[0] == "= "
+    assert re.fullmatch(r"= ([A-HJ-T](1[0-9]|[1-9])|pass|resign)", replies[1]), replies[1]
+    want = Network(load_weights(net), NumpyBackend(load_weights(net))).evaluate(
+        [GameState()], symmetry=0, read_cache=False)[0]
+    winrate = float(re.search(r"^winrate: (\S+)$", log, re.MULTILINE).group(1))
+    assert abs(winrate - want.winrate) < 1e-4
+    rows = log[:log.index("\npass: ")].splitlines()[-19:]
+    per_mille = np.array([[int(v) for v in row.split()] for row in rows[::-1]]).ravel()
+    np.testing.assert_allclose(per_mille, want.policy[:361] * 1000, atol=1.01)
