@@ -90,6 +90,45 @@ def test_pipelined_search_keeps_the_books(batch):
     assert result.root_visits == 400
 
 
+class InFlightWatch(AsyncHashEvaluator):
+    """Records, at every submit, the leaves then waiting (this batch included) and the root's
+    visits; `asynchronous` as asked."""
+
+    def __init__(self, asynchronous: bool):
+        super().__init__()
+        self.asynchronous = asynchronous
+        self.search = None
+        self.waiting = 0
+        self.seen: list[tuple[int, int]] = []
+
+    def submit(self, states):
+        watch, inner = self, super().submit(states)
+        self.waiting += len(states)
+        self.seen.append((self.waiting, self.search.root.visits))
+
+        class Pending:
+            def result(self):
+                watch.waiting -= len(states)
+                return inner.result()
+        return Pending()
+
+
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_leaves_in_flight_ramp_up_with_the_tree(pipelined):
+    """At most max(1, root visits / visits_per_pending_leaf) leaves wait for the network at
+    once, so a batch of 32 does not make a 200-visit search blind; the cap then lets the full
+    batch (two of them when pipelined) through."""
+    ev = InFlightWatch(pipelined)
+    search, _ = make_search(ev, batch_size=32, max_visits=1500, visits_per_pending_leaf=16)
+    ev.search = search
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert ev.seen[0] == (1, 1)  # the root's first expansion, then one leaf at a time
+    for waiting, visits in ev.seen[1:]:
+        assert waiting <= max(1, visits // 16), (waiting, visits)
+    assert max(waiting for waiting, _ in ev.seen) == (64 if pipelined else 32)
+    assert_no_pending_virtual_loss(search)
+
+
 def test_pipelined_search_error_leaves_a_usable_engine():
     """An evaluation that fails while another batch is in flight propagates, and the next
     search starts clean."""

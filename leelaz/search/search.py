@@ -276,14 +276,19 @@ class UCTSearch:
         self._progress_shown = 0
         while True:
             left = min(playouts_cap - self.playouts, visits_cap - root.visits)
-            left -= self._in_flight_count()
+            in_flight = self._in_flight_count()
+            left -= in_flight
             size = min(batch, left)
+            if p.visits_per_pending_leaf > 0:  # ramp the batch up as the tree grows
+                size = min(size, max(1, root.visits // p.visits_per_pending_leaf) - in_flight)
             if pondering and self._leaf_seconds > 0:
                 # Stay responsive: a ponder batch should take at most PONDER_BATCH_SECONDS,
                 # since input is only noticed between batches.
                 size = min(size, int(PONDER_BATCH_SECONDS / self._leaf_seconds))
+            if size < 1 and not in_flight:
+                size = 1  # something must run, or the loop would stall
             if pipelined:
-                did = self._run_pipelined(root_state, max(1, size) if left > 0 else 0)
+                did = self._run_pipelined(root_state, size if size > 0 and left > 0 else 0)
             else:
                 did = self._run_batch(root_state, max(1, size))
             if did:
