@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 import pytest
+from planes import random_planes, rel_error
 
 from leelaz.backends.multi_device import MultiDeviceBackend, split_sizes
 from leelaz.backends.weights import load_weights
@@ -62,19 +63,6 @@ def multi(weights):
     parts = [OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
                            device=device) for _ in range(2)]
     return MultiDeviceBackend(parts)
-
-
-def random_planes(batch: int, seed: int) -> np.ndarray:
-    """Plausible inputs: 0/1 stone planes, one all-ones side-to-move plane."""
-    rng = np.random.default_rng(seed)
-    planes = (rng.random((batch, 18, 19, 19)) < 0.3).astype(np.float32)
-    planes[:, 16:] = 0.0
-    planes[np.arange(batch), 16 + rng.integers(0, 2, batch)] = 1.0
-    return planes
-
-
-def rel_error(got: np.ndarray, want: np.ndarray) -> float:
-    return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
 
 
 # ---- the split and the order, on fakes --------------------------------------------------------
