@@ -9,7 +9,7 @@ and loaded. The speed is each program's own `N visits, N nodes, N playouts, R n/
 (playouts per second of search, start-up excluded).
 
 Then one instrumented run of our search in this process splits the time per playout into the
-network (`Network.evaluate`, timed around every call) and everything outside it (descent,
+network (`Network.submit` and the wait for its result, timed around every call) and everything outside it (descent,
 expansion, backup, the batch bookkeeping); `--profile` adds cProfile's top functions by own
 time (profiling slows the search, so the split is measured without it).
 
@@ -71,7 +71,7 @@ def run_benchmark(argv: list[str], timeout: float) -> dict:
 
 
 def split_playout_time(weights: str, visits: int, threads: int, profile: bool) -> dict:
-    """Our benchmark search in this process, with Network.evaluate timed: seconds per playout
+    """Our benchmark search in this process, with the network's calls timed: seconds per playout
     inside and outside the network (and the cProfile text with --profile)."""
     from leelaz.cli import BENCHMARK_MOVES, build_engine, load_network, parse_args
     from leelaz.game.coords import WHITE, parse_color, parse_gtp_vertex
@@ -82,18 +82,32 @@ def split_playout_time(weights: str, visits: int, threads: int, profile: bool) -
     network = load_network(cfg, weights, lambda text: None)
     engine = build_engine(cfg, out=io.StringIO(), err=io.StringIO(), network=network)
     spent = {"seconds": 0.0, "calls": 0, "positions": 0}
-    evaluate = network.evaluate
+    submit = network.submit
+
+    class TimedResult:
+        """The pending batch; waiting for it counts as network time too."""
+
+        def __init__(self, pending):
+            self.pending = pending
+
+        def result(self):
+            began = time.perf_counter()
+            try:
+                return self.pending.result()
+            finally:
+                spent["seconds"] += time.perf_counter() - began
 
     def timed(states, *args, **kwargs):
+        # The search calls submit(...).result(); evaluate() is the same pair.
         began = time.perf_counter()
         try:
-            return evaluate(states, *args, **kwargs)
+            return TimedResult(submit(states, *args, **kwargs))
         finally:
             spent["seconds"] += time.perf_counter() - began
             spent["calls"] += 1
             spent["positions"] += len(states)
 
-    network.evaluate = timed
+    network.submit = timed
     state = engine.state
     state.time_control = TimeControl.from_time_settings(0, 1, 0)
     for color, move in BENCHMARK_MOVES:
