@@ -8,10 +8,16 @@ One batch (hot path, `_run_batch` / `_descend`): up to `batch_size` playouts des
 root on copies of the root state (`state.copy()` + `play()`), each leaving virtual loss on its
 path, so the next descent is steered elsewhere, as LZ's worker threads are. Terminal leaves
 (two passes) are scored by Tromp-Taylor and backed up at once; a move that repeats a position
-marks its child INVALID; a leaf already waiting in this batch ends the collection. Then ONE
-`evaluator.evaluate(states)` call, and each leaf is expanded and its value backed up along its
-path, taking the virtual loss off again. Under Python's GIL this is what replaces LZ's threads,
-and it is what lets a backend batch.
+marks its child INVALID; a leaf already waiting for the network ends the collection. Then ONE
+evaluator call (`submit(states).result()`, or `evaluate(states)` for an evaluator without
+submit), and each leaf is expanded and its value backed up along its path, taking the virtual
+loss off again. Under Python's GIL this is what replaces LZ's threads, and it is what lets a
+backend batch.
+
+Pipelining (`_run_pipelined`): with an `asynchronous` evaluator (the OpenCL backend) the batch
+is left on the GPU while the next one is collected, then backed up; the tree walk and the GPU
+work overlap. However big the batch, at most root visits / `visits_per_pending_leaf` leaves
+wait for the network at once (at least one), so a big batch cannot make a small search blind.
 
 Statistics are kept from Black's side (see node.py); reports use the side to move.
 
