@@ -17,35 +17,17 @@ import re
 
 import numpy as np
 import pytest
-from planes import random_planes, rel_error
+from backend_helpers import need_opencl, random_planes, rel_error
 
 from leelaz.backends.multi_device import MultiDeviceBackend, split_sizes
 from leelaz.backends.weights import load_weights
 
 cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
 
-from leelaz.backends import BackendUnavailable  # noqa: E402
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 
 BLOCKS, FILTERS = 2, 32
 TOLERANCE = 1e-4
-
-
-def _opencl_available() -> bool:
-    from leelaz.backends.opencl_backend import list_devices
-
-    try:
-        list_devices()
-        return True
-    except BackendUnavailable:
-        return False
-
-
-def _need_opencl() -> None:
-    if not _opencl_available():
-        if os.environ.get("CI"):
-            pytest.fail("no OpenCL device in CI; .ci/run installs PoCL")
-        pytest.skip("no OpenCL platform here")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +40,7 @@ def multi(weights):
     """Two fp32 OpenCL backends on the same device, default tile sizes (no tuning)."""
     from leelaz.backends.opencl_backend import OpenCLBackend, pick_device
 
-    _need_opencl()
+    need_opencl()
     device = pick_device([0])
     parts = [OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
                            device=device) for _ in range(2)]
@@ -169,7 +151,7 @@ def test_multi_exposes_what_start_up_reads(multi):
 def test_chooser_builds_one_backend_per_id(weights):
     from leelaz.backends.device_choice import choose_backend
 
-    _need_opencl()
+    need_opencl()
     lines: list[str] = []
     backend = choose_backend(weights, gpus=[0, 0], precision="single", batch_size=2,
                              tune="none", quiet=True, log=lines.append)
@@ -186,7 +168,7 @@ def test_chooser_falls_back_to_numpy_for_a_bad_id_among_several(weights):
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.opencl_backend import list_devices
 
-    _need_opencl()
+    need_opencl()
     bad = len(list_devices()) + 5
     lines: list[str] = []
     backend = choose_backend(weights, gpus=[0, bad], precision="single", batch_size=2,
@@ -203,7 +185,7 @@ def test_cli_with_two_gpu_ids_answers(random_weights, tmp_path, monkeypatch, cap
     from leelaz.game.state import GameState
     from leelaz.nn.network import Network
 
-    _need_opencl()
+    need_opencl()
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))  # any tuner cache stays here
     net = random_weights(1, 8)
     out, err = io.StringIO(), io.StringIO()

@@ -18,28 +18,17 @@ import sys
 import numpy as np
 import oracle
 import pytest
-from planes import random_planes, rel_error
+from backend_helpers import need_opencl, opencl_available, random_planes, rel_error
 
 from leelaz.backends.weights import load_weights
 
 cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
 
-from leelaz.backends import BackendUnavailable  # noqa: E402
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 
 BLOCKS, FILTERS = 2, 32
 BATCHES = (1, 2, 7, 16, 32)
 TOLERANCE = {"single": 1e-4, "half": 3e-2}
-
-
-def _opencl_available() -> bool:
-    from leelaz.backends.opencl_backend import list_devices
-
-    try:
-        list_devices()
-        return True
-    except BackendUnavailable:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +41,7 @@ def backends(weights):
     """One backend per precision, fixed default tile sizes (no tuning: CI has 2 cores)."""
     from leelaz.backends.opencl_backend import OpenCLBackend
 
-    if not _opencl_available():
-        if os.environ.get("CI"):
-            pytest.fail("no OpenCL device in CI; .ci/run installs PoCL")
-        pytest.skip("no OpenCL platform here")
+    need_opencl()
     return {p: OpenCLBackend(weights, precision=p, batch_size=2, tune="none", quiet=True)
             for p in ("single", "half")}
 
@@ -204,7 +190,7 @@ def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights):
     from leelaz.backends.opencl_backend import OpenCLBackend, list_devices
     from leelaz.backends.tuner import GemmParams
 
-    if not _opencl_available():
+    if not opencl_available():
         pytest.skip("no OpenCL platform here")
     nvidia = [d for _, p, d in list_devices() if "NVIDIA" in p.name]
     params = GemmParams(64, 128, 16, 2, 2, tc=1)

@@ -1,0 +1,43 @@
+"""Inputs, error measure and the OpenCL skip rule shared by the backend tests (NumPy, OpenCL,
+several devices)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+
+def random_planes(batch: int, seed: int) -> np.ndarray:
+    """Plausible inputs: 0/1 stone planes, one all-ones side-to-move plane."""
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((batch, 18, 19, 19)) < 0.3).astype(np.float32)
+    planes[:, 16:] = 0.0
+    planes[np.arange(batch), 16 + rng.integers(0, 2, batch)] = 1.0
+    return planes
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Largest absolute difference relative to the largest reference magnitude."""
+    return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+def opencl_available() -> bool:
+    """An OpenCL platform with at least one device is present (pyopencl imported lazily)."""
+    from leelaz.backends import BackendUnavailable
+    from leelaz.backends.opencl_backend import list_devices
+
+    try:
+        list_devices()
+        return True
+    except BackendUnavailable:
+        return False
+
+
+def need_opencl() -> None:
+    """Skip without OpenCL here; fail in CI, where .ci/run installs PoCL so that it is there."""
+    if not opencl_available():
+        if os.environ.get("CI"):
+            pytest.fail("no OpenCL device in CI; .ci/run installs PoCL")
+        pytest.skip("no OpenCL platform here")
