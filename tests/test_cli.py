@@ -199,6 +199,25 @@ def test_thread_and_batch_resolution():
         resolve_threads(EngineConfig(threads=2, batchsize=4), hw=8)
 
 
+@pytest.mark.parametrize("blocks, filters", [(2, 32), (6, 64)])
+def test_startup_memory_split_like_lz(lz_binary, random_weights, blocks, filters):
+    """At start-up Leela Zero splits its default 5,200,000,000 bytes (10% cache) and says so;
+    setting only the cache percentage later splits that same budget."""
+    net = random_weights(blocks, filters)
+    script = "lz-setoption name percentage of memory for cache value 20\nquit\n"
+    lz = subprocess.run([lz_binary, "--cpu-only", "-g", "-w", net], input=script,
+                        capture_output=True, text=True, timeout=60)
+    code, out, err = session(["--cpu-only", "-g", "-w", net], script=script)
+
+    def memory_lines(text):
+        return [x for x in text.splitlines() if x.startswith("Setting max tree size")]
+    assert code == lz.returncode == 0
+    assert len(memory_lines(lz.stderr)) == 1
+    assert memory_lines(err) == memory_lines(lz.stderr)
+    assert out.splitlines()[0] == lz.stdout.splitlines()[0]
+    assert out.splitlines()[0].startswith("= Setting max tree size to ")
+
+
 # ---- --benchmark ----------------------------------------------------------------------------
 
 def test_benchmark_defaults_are_the_ones_lz_help_gives(lz_binary):

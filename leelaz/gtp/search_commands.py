@@ -33,6 +33,11 @@ MIB = 1024 * 1024
 CACHE_ENTRY_BYTES = 1468
 #: Memory charged for the engine itself besides the weights (LZ counts 85 MiB per GPU).
 BASE_OVERHEAD_BYTES = 85 * MIB
+#: Leela Zero's start-up memory budget (GTP::setup_default_parameters): 5,200,000,000 bytes, of
+#: which 10% for the network cache; what `percentage of memory for cache` splits until
+#: `maximum memory use` is set.
+DEFAULT_MAX_MEMORY_BYTES = 5_200_000_000
+DEFAULT_CACHE_PCT = 10
 
 SETOPTION_LIST = (
     "option name Maximum Memory Use (MiB) type spin default 2048 min 128 max 131072",
@@ -90,8 +95,8 @@ def _leading_int(text: str) -> int:
 class SearchCommands:
     def __init__(self, engine):
         self.engine = engine
-        self.max_memory_mib = 2048
-        self.cache_pct = 10
+        self.max_memory_bytes = DEFAULT_MAX_MEMORY_BYTES
+        self.cache_pct = DEFAULT_CACHE_PCT
 
     # ---- helpers ----------------------------------------------------------------------
     @property
@@ -242,12 +247,12 @@ class SearchCommands:
             mib = _leading_int(value)
             if not 128 <= mib <= 131072:
                 raise GtpError("incorrect value")
-            return self._set_memory(mib, self.cache_pct)
+            return self._set_memory(mib * MIB, self.cache_pct)
         if name == "percentage of memory for cache":
             pct = _leading_int(value)
             if not 1 <= pct <= 99:
                 raise GtpError("incorrect value")
-            return self._set_memory(self.max_memory_mib, pct)
+            return self._set_memory(self.max_memory_bytes, pct)
         if name == "visits":
             self._replace(max_visits=_leading_int(value) or UNLIMITED)
             return ""
@@ -288,10 +293,10 @@ class SearchCommands:
                 return int(value() if callable(value) else value) + BASE_OVERHEAD_BYTES
         return BASE_OVERHEAD_BYTES
 
-    def _set_memory(self, max_mib: int, pct: int) -> str:
-        """LZ's set_max_memory: split what the network leaves between cache and tree."""
+    def _set_memory(self, total: int, pct: int) -> str:
+        """LZ's set_max_memory: split what the network leaves of `total` bytes between cache
+        and tree; returns the `Setting max tree size ...` line."""
         base = self._base_memory()
-        total = max_mib * MIB
         if total < base:
             raise GtpError(f"Not enough memory for network. {base // MIB} MiB required.")
         usable = total - base
@@ -302,7 +307,7 @@ class SearchCommands:
         tree = usable - cache
         if tree < 100 * MIB:
             raise GtpError("Not enough memory for search tree.")
-        self.max_memory_mib, self.cache_pct = max_mib, pct
+        self.max_memory_bytes, self.cache_pct = total, pct
         self._replace(max_tree_bytes=tree * 10 // 11)
         network = getattr(self.engine, "network", None)
         resize = getattr(network, "set_cache_size", None)
@@ -318,6 +323,15 @@ def register(engine) -> SearchCommands:
         cfg = engine.config
         engine.search = UCTSearch(getattr(engine, "network", None), params_from_config(cfg),
                                   rng=getattr(cfg, "seed", None), log=engine.diag)
+    if getattr(engine, "network", None) is not None:
+        # As LZ at start-up: the default budget sets the tree limit and the cache size. The
+        # line is a start-up line, which --benchmark keeps quiet (LZ loads with cfg_quiet).
+        try:
+            line = group._set_memory(group.max_memory_bytes, group.cache_pct)
+        except GtpError as exc:  # a network too big for 5.2 GB: keep the defaults
+            line = str(exc)
+        if not getattr(engine.config, "benchmark", False):
+            engine.diag(line + "\n")
     for event in ("clear_board", "boardsize", "loadsgf"):
         engine.subscribe(event, lambda: engine.search.reset())
     engine.ponder = group.ponder_if_allowed
