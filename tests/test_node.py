@@ -226,10 +226,12 @@ def test_expansion_with_everything_cut_leaves_the_node_expandable():
 
 
 # ----------------------------------------------------------------------------- root selector
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_root_selector_chooses_exactly_like_select_child(seed):
+@pytest.mark.parametrize("seed, reused", [(1, False), (2, False), (3, False), (4, True),
+                                          (5, True)])
+def test_root_selector_chooses_exactly_like_select_child(seed, reused):
     """Random priors with many ties, random values, virtual loss and pruning: the fast root
-    selector and the plain loop agree at every step."""
+    selector and the plain loop agree at every step; also on a reused root whose children
+    (one of them an INVALID repeat) already have visits."""
     import random
 
     from leelaz.game.coords import ALL_VERTICES
@@ -243,6 +245,14 @@ def test_root_selector_chooses_exactly_like_select_child(seed):
     root = UCTNode()
     root.create_children(moves, pol, True, 0.55)
     root.inflate_all()
+    root.update(0.55)  # the root's own evaluation
+    if reused:  # an earlier search's visits, as tree reuse hands them over
+        for c in rng.sample(root.children, 15):
+            for _ in range(rng.randrange(1, 6)):
+                value = rng.random()
+                c.update(value)
+                root.update(value)
+        rng.choice([c for c in root.children if c.visits]).status = INVALID
     selector = RootSelector(root)
     for step in range(400):
         color = BLACK if step % 3 else WHITE
@@ -253,8 +263,10 @@ def test_root_selector_chooses_exactly_like_select_child(seed):
         roll = rng.random()
         if roll < 0.1:
             got.virtual_loss += 3  # pending, as in a batch
-        else:
-            got.update(rng.choice([0.0, 0.5, 1.0, rng.random()]))
+        else:  # a backup goes through the child and the root
+            value = rng.choice([0.0, 0.5, 1.0, rng.random()])
+            got.update(value)
+            root.update(value)
         if rng.random() < 0.05:  # time management prunes / unprunes a child
             victim = rng.choice(root.children)
             victim.status = PRUNED if victim.status == ACTIVE else ACTIVE
@@ -263,3 +275,4 @@ def test_root_selector_chooses_exactly_like_select_child(seed):
                 if c.virtual_loss:
                     c.virtual_loss = 0
                     c.update(0.5)
+                    root.update(0.5)

@@ -335,9 +335,14 @@ class RootSelector:
     prior, then order), so one selection costs O(touched) instead of O(children), with exactly
     the choices `UCTNode.select_child` makes. Valid for one search: build it after the root
     is prepared, and only the selector may select at the root while it lives.
+
+    The sums PUCT needs are kept rather than recounted: every playout backs up through the
+    root and one of its children, so Npar (the valid children's visits) stays root visits minus
+    a constant; Pv (the visited children's prior mass) changes only when a child gets its first
+    visit, and is then summed again in child order, so it is the same float as a recount.
     """
 
-    __slots__ = ("touched", "untouched", "start")
+    __slots__ = ("touched", "untouched", "start", "offset", "fresh", "policy")
 
     def __init__(self, root: UCTNode):
         touched = []
@@ -351,18 +356,29 @@ class RootSelector:
         self.touched = touched  # (order, child), in child order
         self.untouched = untouched  # (-prior, order, child), best first
         self.start = 0  # untouched[:start] have been selected (moved to touched)
+        valid = sum(c.visits for c in root.children if c.status != INVALID)
+        self.offset = root.visits - valid  # Npar = root.visits - offset
+        self.fresh = [c for _, c in touched if not c.visits]  # touched, not visited yet
+        self.policy = self._visited_policy()  # Pv
+
+    def _visited_policy(self) -> float:
+        total = 0.0
+        for _, c in self.touched:
+            if c.visits and c.status != INVALID:
+                total += c.prior
+        return total
 
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
                log_puct: float, log_const: float) -> UCTNode | None:
         touched = self.touched
-        parent_visits = 0
-        visited_policy = 0.0
-        for _, c in touched:
-            if c.status != INVALID:
-                n = c.visits
-                if n:
-                    parent_visits += n
-                    visited_policy += c.prior
+        fresh = self.fresh
+        for c in fresh:
+            if c.visits:  # a first visit since the last selection: Pv has changed
+                self.fresh = [c for c in fresh if not c.visits]
+                self.policy = self._visited_policy()
+                break
+        parent_visits = node.visits - self.offset
+        visited_policy = self.policy
         numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
         cn = c_puct * numerator
         fpu = node.net_eval if color == BLACK else 1.0 - node.net_eval
@@ -404,5 +420,6 @@ class RootSelector:
                 else:
                     del untouched[k]
                 bisect.insort(touched, (i, c), key=lambda t: t[0])
+                self.fresh.append(c)
                 return c
         return best
