@@ -11,7 +11,7 @@ import pytest
 from fake_evaluator import AsyncHashEvaluator, FakeEvaluator, HashEvaluator
 from leelaz.game.coords import BLACK, PASS, RESIGN, WHITE, vertex
 from leelaz.game.state import GameState
-from leelaz.search.node import ACTIVE
+from leelaz.search.node import ACTIVE, INVALID
 from leelaz.search.params import SearchParams
 from leelaz.search.search import UCTSearch
 
@@ -547,3 +547,52 @@ def test_legal_points_equal_the_rules_legal_moves():
                 break
             state.play(state.to_move, int(rng.choice(moves)))
     assert checked_ko > 0
+
+
+# ------------------------------------------------------------------ positions kept on nodes
+def _tree_signature(search: UCTSearch) -> list:
+    return [(n.move, n.visits, n.black_wins, n.status, len(n.children)) for n in walk(search.root)]
+
+
+def _pass_then_retake(state) -> np.ndarray:
+    """Black likes to pass, White to retake the ko at B2 (slot 20): a superko repeat that
+    only shows up two moves below the root."""
+    p = np.full(362, 0.1 / 361, dtype=np.float32)
+    p[361 if state.to_move == BLACK else 20] = 0.9
+    return p
+
+
+def _search_twice(keep: int, monkeypatch) -> tuple[list, list, UCTSearch]:
+    """A ko fight searched twice, with tree reuse, keeping at most `keep` positions."""
+    import leelaz.search.search as search_module
+    monkeypatch.setattr(search_module, "MAX_KEPT_BOARDS", keep)
+    state, _ = ko_then_passes()
+    state.undo()  # Black's pass: Black to move, the ko just taken, White passed
+    state.set_passes(0)
+    search, _ = make_search(FakeEvaluator(policy_fn=_pass_then_retake,
+                                          value_fn=lambda s: 0.4 + 0.01 * (s.move_num % 7)),
+                            max_visits=300, batch_size=4, dumbpass=True)
+    search.think(state, BLACK, time_limit_cs=100000)
+    signature = _tree_signature(search)
+    mine = search.root.children[0]  # the most visited move, and the reply it expects
+    state.play(BLACK, mine.move)
+    state.play(WHITE, next(c for c in mine.children if c.status == ACTIVE).move)
+    search.think(state, BLACK, time_limit_cs=100000)
+    return signature, _tree_signature(search), search
+
+
+def test_kept_positions_change_nothing_but_the_speed(monkeypatch):
+    """Descents that take positions from the nodes build the same trees (visits, values,
+    superko repeats marked INVALID) as descents that replay every move, over a reused tree."""
+    replayed = _search_twice(0, monkeypatch)
+    assert not any(n.board is not None for n in walk(replayed[2].root))
+    for keep in (7, 20_000):
+        kept = _search_twice(keep, monkeypatch)
+        assert kept[:2] == replayed[:2]
+    assert any(status == INVALID for _, _, _, status, _ in replayed[0])  # superko was met
+
+
+def test_kept_positions_stay_within_their_limit(monkeypatch):
+    *_, search = _search_twice(25, monkeypatch)
+    assert 0 < sum(n.board is not None for n in walk(search.root)) <= 25
+    assert_no_pending_virtual_loss(search)

@@ -124,6 +124,39 @@ def test_superko_history_follows_undo():
     assert not s.superko()
 
 
+def _boards_after(state: GameState, moves: list[str]) -> list:
+    """The boards a search would keep: each a copy of the one before, with one move played."""
+    boards, board = [], state.board
+    for text in moves:
+        color, where = text.split()
+        board = board.copy()
+        board.play_move(BLACK if color == "b" else WHITE, PASS if where == "pass" else V(where))
+        boards.append(board)
+    return boards
+
+
+@pytest.mark.parametrize("pushed", [False, True])
+def test_extended_equals_playing_the_moves(pushed):
+    """GameState.extended (the search's leaf state) is `play` move by move: the same
+    positions, move list, side to move and superko history; the original is unchanged."""
+    start = play_all(GameState(), ["b d4", "w q16"])
+    if pushed:
+        start.set_to_move(WHITE)  # genmove for the side not to move
+    tail = KO_GAME + ["w pass", "b pass"]
+    played = play_all(start.copy(), [m for m in tail])
+    extended = start.extended(_boards_after(start, tail))
+    assert [b.hash for b in extended.history] == [b.hash for b in played.history]
+    assert extended.moves() == played.moves()
+    assert (extended.move_num, extended.to_move, extended.passes) == \
+        (played.move_num, played.to_move, played.passes)
+    assert extended.superko() and played.superko()
+    for probe in (extended, played):
+        probe.play(WHITE, V("d10"))
+    assert extended.superko() == played.superko()
+    assert start.move_num == 2 and start.extended([]).board is start.board
+    assert start.seen_positions() == frozenset(b.ko_hash for b in start.history)
+
+
 # ----------------------------------------------------------------------------- undo etc.
 def test_undo_restores_previous_positions():
     s = GameState()

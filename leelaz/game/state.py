@@ -117,6 +117,29 @@ class GameState:
         self.board = board
         self._ko_hashes.append(board.ko_hash)
 
+    def extended(self, boards: list[Board]) -> GameState:
+        """The state reached by the moves that made `boards`, without replaying them.
+
+        Each board must have been made from the one before it (the first from this state's
+        board) by `Board.copy()` + `play_move`, as `play` would have done: the search keeps
+        such boards in its tree, so a playout only plays the one new move at its leaf (hot
+        path). The boards are shared, not copied; like every position in a history, they
+        must not be changed afterwards."""
+        s = self.copy()
+        if boards:
+            if s._pushed is not None:
+                s.history[-1] = s._pushed
+                s._pushed = None
+            s.history.extend(boards)
+            s.board = boards[-1]
+            s._ko_hashes.extend([b.ko_hash for b in boards])
+        return s
+
+    def seen_positions(self) -> frozenset[int]:
+        """The stones-only hashes of every position of the game so far, for the search's
+        superko test of positions beyond this one (see `extended`)."""
+        return frozenset(self._ko_hashes)
+
     def is_legal(self, color: Color, vertex: Vertex) -> bool:
         """Engine legality (LZ's is_move_legal): pass and resign, or an empty point that is not
         the ko point and not suicide. Superko is not checked here (see `superko`)."""

@@ -62,7 +62,7 @@ class UCTNode:
     """A position reached by `move` from its parent, with Leela Zero's statistics."""
 
     __slots__ = ("move", "prior", "visits", "black_wins", "virtual_loss", "net_eval", "status",
-                 "m2", "expanded", "psa_ratio", "children", "_moves", "_priors")
+                 "m2", "expanded", "psa_ratio", "children", "_moves", "_priors", "board")
 
     def __init__(self, move: int = PASS, prior: float = 0.0) -> None:
         self.move = move  # vertex played to get here (PASS for a fresh root)
@@ -78,6 +78,7 @@ class UCTNode:
         self.children: list[UCTNode] = []  # inflated children: a prefix of the sorted list
         self._moves = _EMPTY_MOVES  # vertices of all children, sorted; emptied once all inflated
         self._priors = _EMPTY_PRIORS  # their priors (float32, like LZ)
+        self.board = None  # the position after `move`, kept by the search (or None)
 
     # ------------------------------------------------------------------ statistics
     def update(self, value: float) -> None:

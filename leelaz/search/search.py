@@ -46,6 +46,11 @@ from leelaz.search.result import SearchResult
 CHILD_BYTES = 8
 NODE_BYTES = 64
 
+#: How many positions the tree may keep on its nodes (about 6.3 kB each, so ~130 MB): with
+#: them a playout plays only its leaf's move instead of replaying its whole path. Deeper
+#: nodes beyond this are replayed from the nearest kept position.
+MAX_KEPT_BOARDS = 20_000
+
 #: Consecutive batches without a single playout or expansion after which a search gives up.
 STALL_LIMIT = 100
 #: While pondering, a batch should not take longer than this, so that a new input line is
@@ -138,6 +143,8 @@ class UCTSearch:
         self._root_selector: RootSelector | None = None  # built per search loop
         self._in_flight = None  # (leaves, pending, ratio): the batch on the device, pipelined
         self._progress_shown = 0  # centiseconds of the last on_progress call in this loop
+        self._boards_left = MAX_KEPT_BOARDS  # positions the tree may still keep on its nodes
+        self._seen = frozenset()  # ko hashes of the root's game, for superko in descents
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -431,7 +438,12 @@ class UCTSearch:
         return 0.01 if full < 1.0 else 2.0
 
     def _descend(self, root_state, ratio: float, deeper: set[int]):
-        """One descent from the root (hot path). Returns (kind, path, leaf state or value)."""
+        """One descent from the root (hot path). Returns (kind, path, leaf state or value).
+
+        Positions come from the nodes (`UCTNode.board`) where the tree kept them; only a
+        node without one is played, from its parent's position, and tested for superko
+        then (a kept position was tested when it was made). The leaf's GameState is put
+        together from the path's positions at the end (`GameState.extended`)."""
         p = self.params
         vl = p.virtual_loss
         c_puct, log_puct, log_const = p.c_puct, p.log_puct, p.log_const
@@ -439,19 +451,20 @@ class UCTSearch:
         node = root = self.root
         node.virtual_loss += vl
         path = [node]
-        st = root_state.copy()
-        color = st.to_move
+        boards = []  # the position after each move of the path
+        board = root_state.board
+        color = board.to_move
         while True:
             if not node.expanded:
-                if st.passes >= 2:
-                    score = st.final_score()
+                if board.passes >= 2:
+                    score = board.area_score(root_state.komi + root_state.handicap)
                     return _VALUE, path, (1.0 if score > 0 else 0.0 if score < 0 else 0.5)
                 if node.virtual_loss > vl:
                     return _COLLISION, path, None  # already waiting in this batch
-                return _LEAF, path, st
+                return _LEAF, path, root_state.extended(boards)
             if node.psa_ratio > ratio and id(node) not in deeper:  # rare: memory freed up
                 deeper.add(id(node))
-                return _REEXPAND, path, st
+                return _REEXPAND, path, root_state.extended(boards)
             if not node.children and not node._moves:
                 return _NOVALUE, path, None
             if node is root:
@@ -461,16 +474,33 @@ class UCTSearch:
                 child = node.select_child(color, fpu, c_puct, log_puct, log_const)
             if child is None:  # every child repeats a position
                 return _NOVALUE, path, None
-            move = child.move
-            st.play(color, move)
-            if move != PASS and st.superko():
-                child.status = INVALID
-                return _NOVALUE, path, None
+            after = child.board
+            if after is None:
+                move = child.move
+                after = board.copy()
+                after.play_move(color, move)
+                if move != PASS and self._repeats(after.ko_hash, boards):
+                    child.status = INVALID
+                    return _NOVALUE, path, None
+                if self._boards_left > 0:
+                    self._boards_left -= 1
+                    child.board = after
+            boards.append(after)
+            board = after
             child.virtual_loss += vl
             path.append(child)
             node = child
             color = 1 - color
             fpu = p.fpu_reduction
+
+    def _repeats(self, ko_hash: int, boards) -> bool:
+        """Positional superko for a new position below the root (whose game is `_seen`)."""
+        if ko_hash in self._seen:
+            return True
+        for b in boards:
+            if b.ko_hash == ko_hash:
+                return True
+        return False
 
     def _expand(self, node: UCTNode, st, ev, min_psa_ratio: float = 0.0) -> float:
         """Create the children of a leaf from its evaluation; returns its value (Black)."""
@@ -499,6 +529,7 @@ class UCTSearch:
             self.root = UCTNode()
         self._last_state = None
         self.nodes = stats.count_nodes(self.root)
+        self._boards_left = MAX_KEPT_BOARDS - _kept_boards(self.root)
         # No "update_root, A -> B nodes" line: only assert builds of LZ 0.17 (Debian's) print
         # it, and Lizzie reads any stderr line with " -> " as a move of dump_stats.
 
@@ -552,6 +583,9 @@ class UCTSearch:
                 st.play(color, child.move)
                 if st.superko():
                     continue
+                if child.board is None and self._boards_left > 0:  # the descents' first step
+                    self._boards_left -= 1
+                    child.board = st.board
             if child.status == INVALID:
                 child.status = ACTIVE
             kept.append(child)
@@ -560,6 +594,7 @@ class UCTSearch:
                 and not r.is_allowed(color, PASS, root_state.move_num)):
             kept = [c for c in kept if c.move != PASS]
         root.children = kept
+        self._seen = root_state.seen_positions()
         if self.params.noise:
             self._dirichlet_noise(root)
 
@@ -672,6 +707,20 @@ def _backup(path, value: float, vl: int) -> None:
         node.black_wins = w
         node.m2 += old_delta * (value - w / n)
         node.virtual_loss -= vl
+
+
+def _kept_boards(root: UCTNode) -> int:
+    """How many positions a (reused) tree keeps on its nodes."""
+    count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for c in node.children:
+            if c.board is not None:
+                count += 1
+            if c.visits:
+                stack.append(c)
+    return count
 
 
 def legal_points(state, color: int) -> np.ndarray:
