@@ -145,9 +145,11 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
         batchsize=kw["batchsize"], precision=kw["precision"] or "auto",
         precision_given=kw["precision"] is not None, benchmark=kw["benchmark"],
         command_line=argv)
-    if cfg.benchmark:  # Leela Zero's benchmark defaults
+    if cfg.benchmark:  # what Leela Zero's parse_commandline sets for --benchmark
+        # Its --help also lists -t1, but the binary does not apply it: the thread count
+        # stays the engine's default (10 threads, batches of 5, on a GPU), so ours does too.
         cfg = cfg.with_(quiet=True, ponder=False, noise=False, randomcnt=0, seed=1,
-                        seed_given=True, timemanage="off", threads=cfg.threads or 1,
+                        seed_given=True, timemanage="off",
                         visits=visits or (0 if playouts else 3200))
     if cfg.seed is None:
         cfg = cfg.with_(seed=int.from_bytes(os.urandom(8), "little"))
