@@ -80,3 +80,52 @@ def test_anchored_start_has_no_history():
     assert p[17].all()
     assert stones(p[8]) == {idx("D4"), idx("Q16"), idx("D16")}
     assert p[1:8].sum() == 0 and p[9:16].sum() == 0
+
+
+# ---------------------------------------------------------------------- the batched planes
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+
+from leelaz.nn.features import input_planes_batch  # noqa: E402
+from leelaz.nn.symmetry import transform_planes  # noqa: E402
+
+
+def random_positions(seed: int, games: int = 6, moves: int = 40) -> list[GameState]:
+    """Copies of every position of a few random games (passes and captures included); some
+    games are anchored part-way, so their histories restart and stay shorter than 8."""
+    rng = random.Random(seed)
+    positions = []
+    for g in range(games):
+        s = GameState()
+        anchor_at = rng.randrange(1, moves) if g % 2 else None
+        for m in range(moves):
+            legal = s.legal_moves(s.to_move)
+            s.play(s.to_move, PASS if rng.random() < 0.08 else rng.choice(legal))
+            if m == anchor_at:
+                s.anchor()
+            positions.append(s.copy())
+    return positions
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_batch_equals_one_state_at_a_time(dtype):
+    states = random_positions(1)
+    assert any(len(s.history) < 8 for s in states) and any(len(s.history) > 8 for s in states)
+    out = np.full((len(states), 18, 361), 7, dtype=dtype)
+    assert input_planes_batch(states, out) is out
+    for state, planes in zip(states, out):
+        assert np.array_equal(planes, input_planes(state))
+
+
+def test_batch_with_a_symmetry_per_row_and_repeated_states():
+    rng = random.Random(2)
+    states = random_positions(2, games=4, moves=12)
+    states = states + states[:5]  # a state may come more than once (averaging)
+    syms = [rng.randrange(8) for _ in states]
+    out = input_planes_batch(states, np.empty((len(states), 18, 361), np.float32), syms)
+    for state, s, planes in zip(states, syms, out):
+        assert np.array_equal(planes, transform_planes(input_planes(state), s))
+    same = input_planes_batch(states[:3], np.empty((3, 18, 361), np.float32), [5, 5, 5])
+    for state, planes in zip(states, same):
+        assert np.array_equal(planes, transform_planes(input_planes(state), 5))

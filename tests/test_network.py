@@ -266,3 +266,82 @@ def test_cached_policy_cannot_be_changed_in_place(weights):
     ev = net.evaluate([game()])[0]
     with pytest.raises(ValueError):
         ev.policy[0] = 1.0
+
+
+# ---------------------------------------------------------------------- batched = one at a time
+import random  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from leelaz.nn.features import input_planes  # noqa: E402
+from leelaz.nn.network import softmax  # noqa: E402
+from leelaz.nn.symmetry import transform_planes, untransform_policy  # noqa: E402
+
+
+class RowwiseBackend:
+    """Outputs that depend on each row alone (elementwise numpy, no BLAS), and not symmetric
+    (a bias per point), so any mix-up of rows or symmetries shows."""
+
+    name = "rowwise"
+    BIAS = np.random.default_rng(8).normal(size=361)
+
+    def forward(self, planes):
+        p = planes.reshape(len(planes), 18, 361).astype(np.float64)
+        logits = np.empty((len(planes), 362), np.float32)
+        logits[:, :361] = 2 * p[:, 0] - p[:, 8] + 0.5 * p[:, 1] + self.BIAS * (1 + p[:, 16])
+        logits[:, 361] = 0.25
+        value = (0.2 + 0.5 * p[:, 0].mean(axis=1) + 0.1 * p[:, 9, :19].mean(axis=1))
+        return logits, value.astype(np.float32)
+
+
+def reference(states, symmetry, seed, version):
+    """Leaf by leaf, as Network did before it batched: planes, backend, decode per state."""
+    rng = random.Random(seed)
+    backend = RowwiseBackend()
+    out = []
+    for state in states:
+        syms = list(range(8)) if symmetry == "average" else \
+            [rng.randrange(8) if symmetry is None else symmetry]
+        policy, value = np.zeros(362), 0.0
+        for s in syms:
+            planes = transform_planes(input_planes(state), s).astype(np.float32)
+            logits, values = backend.forward(planes.reshape(1, 18, 19, 19))
+            policy += untransform_policy(softmax(logits)[0], s)
+            value += float(values[0])
+        policy /= len(syms)
+        value /= len(syms)
+        if version == 2 and state.to_move == WHITE:
+            value = 1.0 - value
+        out.append((policy.astype(np.float32), value))
+    return out
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("symmetry", [None, 6, "average"])
+def test_a_batch_decodes_as_one_state_at_a_time(symmetry, version):
+    states = [game(MOVES[:n]) for n in range(len(MOVES) + 1)]
+    states += [game(MOVES[:3], s=5), game(MOVES, s=2)]
+    net = Network(SimpleNamespace(version=version), RowwiseBackend(), seed=9)
+    got = net.evaluate(states, symmetry=symmetry, read_cache=False)
+    for ev, (policy, value) in zip(got, reference(states, symmetry, 9, version)):
+        assert ev.policy.dtype == np.float32 and not ev.policy.flags.writeable
+        assert np.array_equal(ev.policy, policy)
+        assert ev.winrate == value and type(ev.winrate) is float
+    assert not np.shares_memory(got[0].policy, got[1].policy)
+    assert net.evaluations == len(states) * (8 if symmetry == "average" else 1)
+
+
+def test_mirrored_hit_policy_is_read_only(weights):
+    net = make_net(weights)
+    net.evaluate([game()])
+    hit = net.evaluate([game(s=4)])[0]
+    assert net.backend.calls == [1] and not hit.policy.flags.writeable
+
+
+def test_first_of_several_keys_counts_like_single_lookups():
+    cache = NNCache(10)
+    cache.insert(5, "five")
+    cache.insert(7, "seven")
+    assert cache.lookup_first([1, 7, 5]) == (1, "seven")
+    assert (cache.lookups, cache.hits) == (2, 1)
+    assert cache.lookup_first([1, 2, 3]) is None
+    assert (cache.lookups, cache.hits) == (5, 1)

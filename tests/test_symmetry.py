@@ -71,3 +71,50 @@ def test_board_colours_in_index_order():
     colours = S.board_colours(g.board)
     assert colours[3 * 19 + 3] == BLACK and colours[15 * 19 + 15] == WHITE
     assert (colours == 2).sum() == 359
+
+
+def test_batch_hashes_are_the_mirrored_games_hashes():
+    """Over random games (captures, prisoners), every position and every symmetry."""
+    import random
+    rng = random.Random(4)
+    games = []
+    for _ in range(3):
+        moves, g = [], GameState()
+        for _ in range(rng.randrange(60, 140)):
+            v = rng.choice(g.legal_moves(g.to_move))
+            moves.append((g.to_move, v))
+            g.play(g.to_move, v)
+        games.append(moves)
+    for moves in games:
+        for length in range(0, len(moves), 7):
+            played = [(c, vertex_name(v)) for c, v in moves[:length]]
+            boards = [mirrored_game(played, s).board for s in range(8)]
+            hashes = S.symmetry_hashes_batch(boards[:1] * 2)
+            assert hashes[0] == hashes[1] == [b.hash for b in boards]
+            assert S.symmetry_hashes(boards[0]) == [b.hash for b in boards[1:]]
+
+
+KO = [(BLACK, "B1"), (WHITE, "C1"), (BLACK, "A2"), (WHITE, "B2"), (BLACK, "B3"),
+      (WHITE, "C3"), (BLACK, "Q16"), (WHITE, "D2"), (BLACK, "C2")]  # C2 takes B2: ko at B2
+
+
+@pytest.mark.parametrize("s", range(8))
+def test_batch_hash_moves_the_ko_point(s):
+    original, mirror = mirrored_game(KO, None), mirrored_game(KO, s)
+    assert original.board.ko_move != 0 and original.board.prisoners[BLACK] == 1
+    assert S.symmetry_hashes_batch([original.board, mirror.board])[0][s] == mirror.board.hash
+    assert S.symmetry_hashes_batch([]) == []
+
+
+def test_untransform_policies_row_by_row():
+    rng = np.random.default_rng(3)
+    out = rng.random((11, 362))
+    syms = rng.integers(0, 8, 11).tolist()
+    rows = S.untransform_policies(out, syms)
+    for r, s in enumerate(syms):
+        assert np.array_equal(rows[r], S.untransform_policy(out[r], s))
+
+
+def vertex_name(v: int) -> str:
+    x, y = v % 21 - 1, v // 21 - 1
+    return "ABCDEFGHJKLMNOPQRST"[x] + str(y + 1)

@@ -1,7 +1,8 @@
 """The network's input planes for a position (reference doc 4.3).
 
 Owns: `input_planes(state) -> uint8 [18, 361]`, the one encoding used by both the network and
-the training recorder. Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots).
+the training recorder, and `input_planes_batch`, the same for a batch (what `Network` uses).
+Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots and the symmetry table).
 
 Planes 0-7: the stones of the side to move NOW, at the positions 0..7 moves ago; planes 8-15:
 the other side's stones at the same times; plane 16 all ones if Black is to move, plane 17 all
@@ -14,18 +15,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, NUM_INTERSECTIONS
-from leelaz.nn.symmetry import POINTS
+from leelaz.game.coords import BLACK, INVAL, NUM_INTERSECTIONS, NUM_VERTICES
+from leelaz.nn.symmetry import POINTS, SYMMETRY_TABLE
 
 INPUT_PLANES = 18
 HISTORY = 8
+
+#: SYMMETRIC_POINTS[s][idx]: the mailbox slot the network reads at input idx under symmetry s
+#: (transform_planes folded into the gather from the mailboxes).
+SYMMETRIC_POINTS = POINTS[SYMMETRY_TABLE]
+SYMMETRIC_POINTS.setflags(write=False)
+#: Stand-ins for the positions before the anchored start: a mailbox of neither colour, so
+#: their planes compare to zero. _MISSING[k] is k of them.
+_MISSING = [[bytes([INVAL]) * NUM_VERTICES] * k for k in range(HISTORY + 1)]
 
 
 def input_planes(state) -> np.ndarray:
     """uint8 [18, 361] planes for `state` (index order y*19 + x), from the side to move's view.
 
-    Hot path (once per evaluated leaf): the last 8 boards' mailboxes are joined into one
-    buffer and converted with one gather and two compares."""
+    The reference for one position (training recorder, tests); `Network` fills its batches
+    with `input_planes_batch`, which must give the same planes. The last 8 boards' mailboxes
+    are joined into one buffer and converted with one gather and two compares."""
     planes = np.zeros((INPUT_PLANES, NUM_INTERSECTIONS), dtype=np.uint8)
     to_move = state.to_move
     history = state.history
@@ -36,3 +46,63 @@ def input_planes(state) -> np.ndarray:
     np.equal(colours, 1 - to_move, out=planes[HISTORY:HISTORY + count].view(bool))
     planes[16 if to_move == BLACK else 17] = 1
     return planes
+
+
+def input_planes_batch(states, out: np.ndarray, symmetries=None) -> np.ndarray:
+    """Fill out[i] ([n, 18, 361], float32 or any numeric dtype) with `input_planes(states[i])`,
+    under symmetry `symmetries[i]` if given (as `transform_planes` would move it); returns out.
+
+    Hot path (every leaf the search sends to the network): one join of all the histories'
+    mailboxes, one gather per symmetry present and two compares for the whole batch, instead
+    of a dozen numpy calls per position. A state may appear several times (one row per
+    symmetry when averaging)."""
+    colours = _history_colours(states, symmetries)
+    to_move = np.array([state.to_move for state in states], dtype=np.uint8)
+    side = to_move[:, None, None]
+    np.equal(colours, side, out=out[:, :HISTORY])
+    np.equal(colours, 1 - side, out=out[:, HISTORY:2 * HISTORY])
+    out[:, 16] = (to_move == BLACK)[:, None]
+    out[:, 17] = (to_move != BLACK)[:, None]
+    return out
+
+
+def _history_colours(states, symmetries) -> np.ndarray:
+    """uint8 [n, 8, 361]: the colours of each state's last 8 positions (newest first), in the
+    input order of its row's symmetry; a position before the history is all INVAL.
+
+    The rows are joined grouped by symmetry, so each group is one contiguous gather (at most
+    8 for any batch) and one reordering puts the rows back."""
+    n = len(states)
+    if symmetries is None:
+        mailboxes = np.frombuffer(_joined_histories(states), dtype=np.uint8)
+        return mailboxes.reshape(n, HISTORY, NUM_VERTICES)[:, :, POINTS]
+    groups: dict[int, list[int]] = {}
+    for row, s in enumerate(symmetries):
+        groups.setdefault(s, []).append(row)
+    order = [row for rows in groups.values() for row in rows]
+    mailboxes = np.frombuffer(_joined_histories([states[row] for row in order]),
+                              dtype=np.uint8).reshape(n, HISTORY, NUM_VERTICES)
+    colours = np.empty((n, HISTORY, NUM_INTERSECTIONS), dtype=np.uint8)
+    start = 0
+    for s, rows in groups.items():
+        end = start + len(rows)
+        # mode="wrap": the indices are valid, and "raise" would buffer the output
+        np.take(mailboxes[start:end], SYMMETRIC_POINTS[s], axis=2, out=colours[start:end],
+                mode="wrap")
+        start = end
+    if len(groups) == 1:
+        return colours
+    back = np.empty(n, dtype=np.intp)
+    back[order] = np.arange(n)
+    return colours[back]
+
+
+def _joined_histories(states) -> bytes:
+    """The mailboxes of each state's last 8 positions, newest first, padded with `_MISSING`
+    where the history is shorter: n x 8 x 441 bytes."""
+    squares = []
+    for state in states:
+        boards = state.history[:-HISTORY - 1:-1]  # newest first, at most 8
+        squares += [board.square for board in boards]
+        squares += _MISSING[HISTORY - len(boards)]
+    return b"".join(squares)

@@ -26,9 +26,9 @@ from leelaz.backends.base import Backend, NetWeights, submit
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
 from leelaz.nn.cache import MAX_CACHE_COUNT, NNCache
-from leelaz.nn.features import input_planes
-from leelaz.nn.symmetry import (NUM_SYMMETRIES, SYMMETRY_TABLE, remap_cached_policy,
-                                symmetry_hashes, untransform_policy)
+from leelaz.nn.features import input_planes_batch
+from leelaz.nn.symmetry import (NUM_SYMMETRIES, remap_cached_policy, symmetry_hashes_batch,
+                                untransform_policies)
 
 #: Symmetric cache look-ups only while move_num < this: LZ's opening_moves(19) / 2 = (361/6)/2.
 SYMMETRIC_LOOKUP_MOVES = (NUM_INTERSECTIONS // 6) // 2
@@ -90,35 +90,40 @@ class Network:
         Cache hits are answered now; the misses go to the backend in one submit, so with an
         asynchronous backend the caller can prepare the next batch while this one runs."""
         states = list(states)
-        results: list[Evaluation | None] = [None] * len(states)
-        todo = []
-        for i, state in enumerate(states):
-            hit = self._probe(state) if read_cache else None
-            if hit is not None:
-                results[i] = hit
-            else:
-                todo.append(i)
+        results = self._probe(states) if read_cache else [None] * len(states)
+        todo = [i for i, hit in enumerate(results) if hit is None]
         pending = None
         if todo:
             pending = self._submit([states[i] for i in todo], symmetry)
         return PendingEvaluations(self, states, results, todo, pending)
 
-    def _probe(self, state) -> Evaluation | None:
-        """Exact cache hit, or (early in the game) a hit on a mirrored position (doc 3.9)."""
-        board = state.board
-        hit = self.cache.lookup(board.hash)
-        if hit is not None or not self.symmetric_lookups:
-            return hit
-        if state.move_num >= SYMMETRIC_LOOKUP_MOVES:
-            return None
-        for s, key in enumerate(symmetry_hashes(board), start=1):
-            hit = self.cache.lookup(key)
-            if hit is not None:
-                return Evaluation(remap_cached_policy(hit.policy, s), hit.winrate)
-        return None
+    def _probe(self, states) -> list[Evaluation | None]:
+        """Exact cache hits, else (early in the game) hits on a mirrored position (doc 3.9).
+
+        Hot path: the mirrors' hashes of all the batch's early misses are computed together.
+        Nothing enters the cache before `result()`, so probing the whole batch first finds
+        what probing one state after the other would."""
+        lookup = self.cache.lookup
+        results = [lookup(state.board.hash) for state in states]
+        if not self.symmetric_lookups:
+            return results
+        early = [i for i, hit in enumerate(results)
+                 if hit is None and states[i].move_num < SYMMETRIC_LOOKUP_MOVES]
+        if not early:
+            return results
+        lookup_first = self.cache.lookup_first
+        for i, hashes in zip(early, symmetry_hashes_batch([states[i].board for i in early])):
+            found = lookup_first(hashes[1:])  # the 7 mirrors, 1..7, as LZ tries them
+            if found is not None:
+                s, hit = found[0] + 1, found[1]
+                policy = remap_cached_policy(hit.policy, s)
+                policy.setflags(write=False)
+                results[i] = Evaluation(policy, hit.winrate)
+        return results
 
     def _symmetries(self, count: int, symmetry) -> list[list[int]]:
-        """The symmetries to run for each of `count` positions."""
+        """The symmetries to run for each of `count` positions (random ones drawn in order:
+        seeded runs and the Leela Zero comparisons depend on that sequence)."""
         if symmetry is None:
             return [[self._rng.randrange(NUM_SYMMETRIES)] for _ in range(count)]
         if symmetry in (AVERAGE, "avg"):
@@ -129,40 +134,33 @@ class Network:
         return [[s] for _ in range(count)]
 
     def _submit(self, states, symmetry) -> tuple:
-        """One backend submit for every (state, symmetry) row."""
+        """One backend submit for every (state, symmetry) row: a state's rows are consecutive
+        (one row, or 8 when averaging). Hot path: the planes of all rows in one batch call."""
         plan = self._symmetries(len(states), symmetry)
-        rows = sum(len(p) for p in plan)
-        planes = np.empty((rows, 18, NUM_INTERSECTIONS), dtype=np.float32)
-        r = 0
-        for state, syms in zip(states, plan):
-            base = input_planes(state)
-            for s in syms:
-                planes[r] = base[:, SYMMETRY_TABLE[s]] if s else base
-                r += 1
-        pending = submit(self.backend, planes.reshape(rows, 18, 19, 19))
-        self.evaluations += rows
-        return states, plan, pending
+        syms = [s for row_syms in plan for s in row_syms]
+        rows = states if len(syms) == len(states) else \
+            [state for state, row_syms in zip(states, plan) for _ in row_syms]
+        planes = np.empty((len(syms), 18, NUM_INTERSECTIONS), dtype=np.float32)
+        input_planes_batch(rows, planes, syms)
+        pending = submit(self.backend, planes.reshape(len(syms), 18, 19, 19))
+        self.evaluations += len(syms)
+        return states, syms, pending
 
-    def _decode(self, states, plan, logits, values) -> list[Evaluation]:
-        """Softmax, undo each row's symmetry, average the rows of a state, fix the value's side."""
-        probs = softmax(logits)
-        out = []
-        r = 0
-        for state, syms in zip(states, plan):
-            policy = np.zeros(NUM_INTERSECTIONS + 1)
-            value = 0.0
-            for s in syms:
-                policy += untransform_policy(probs[r], s)
-                value += float(values[r])
-                r += 1
-            policy /= len(syms)
-            value /= len(syms)
-            if self.weights.version == 2 and state.to_move == WHITE:
-                value = 1.0 - value  # version 2 gives Black's chance
-            policy = policy.astype(np.float32)
-            policy.setflags(write=False)  # shared with the cache: copy before changing it
-            out.append(Evaluation(policy, value))
-        return out
+    def _decode(self, states, syms, logits, values) -> list[Evaluation]:
+        """Softmax, undo each row's symmetry, average the rows of a state, fix the value's side.
+
+        Hot path: whole-batch numpy, in the same float64 operations as one row at a time."""
+        policies = untransform_policies(softmax(logits), syms)
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        per = len(syms) // len(states)
+        if per > 1:
+            policies, values = _average_rows(policies, values, per)
+        if self.weights.version == 2:  # version 2 gives Black's chance
+            white = np.array([state.to_move == WHITE for state in states])
+            values = np.where(white, 1.0 - values, values)
+        policies = policies.astype(np.float32)
+        policies.setflags(write=False)  # rows shared with the cache: copy before changing one
+        return [Evaluation(policy, value) for policy, value in zip(policies, values.tolist())]
 
     # ------------------------------------------------------------------ memory figures
     def set_cache_size(self, entries: int) -> None:
@@ -200,18 +198,36 @@ class PendingEvaluations:
 
     def result(self) -> list[Evaluation]:
         if self._pending is not None:
-            states, plan, pending = self._pending
+            states, syms, pending = self._pending
             self._pending = None
             logits, values = pending.result()
             net = self._network
-            for i, ev in zip(self._todo, net._decode(states, plan, logits, values)):
+            insert = net.cache.insert
+            for i, ev in zip(self._todo, net._decode(states, syms, logits, values)):
                 self._results[i] = ev
-                net.cache.insert(self._states[i].board.hash, ev)
+                insert(self._states[i].board.hash, ev)
         return self._results
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax (max subtracted, temperature 1), in float64."""
-    x = np.asarray(logits, dtype=np.float64)
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    """Row-wise softmax (max subtracted, temperature 1), in float64 (computed in place in a
+    copy: the same operations as exp(x - max) / sum)."""
+    x = np.array(logits, dtype=np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=-1, keepdims=True)
+    return x
+
+
+def _average_rows(policies: np.ndarray, values: np.ndarray, per: int):
+    """The mean of each state's `per` consecutive rows, summed in row order from zero and then
+    divided, exactly as adding one row at a time would (numpy's pairwise sum would not)."""
+    n = len(values) // per
+    policies = policies.reshape(n, per, -1)
+    values = values.reshape(n, per)
+    policy_sum = np.zeros((n, policies.shape[2]))
+    value_sum = np.zeros(n)
+    for k in range(per):
+        policy_sum += policies[:, k]
+        value_sum += values[:, k]
+    return policy_sum / per, value_sum / per

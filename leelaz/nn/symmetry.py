@@ -1,6 +1,7 @@
 """The 8 board symmetries, numbered as Leela Zero numbers them (reference doc 4.5).
 
-Owns: `SYMMETRY_TABLE`, `transform_planes`, `untransform_policy`, `symmetry_hash(es)`.
+Owns: `SYMMETRY_TABLE`, `transform_planes`, `untransform_policy(ies)`, `symmetry_hash(es)`
+and `symmetry_hashes_batch`.
 Imports: numpy, game.coords, game.zobrist.
 
 Symmetry s acts on (x, y) in this order: if s & 4 swap x and y; if s & 2 x <- 18 - x; if s & 1
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.game.coords import ALL_VERTICES, BOARD_SIZE, NUM_INTERSECTIONS, vertex_from_index
+from leelaz.game.coords import (ALL_VERTICES, BLACK, BOARD_SIZE, EMPTY, NUM_INTERSECTIONS, WHITE,
+                               vertex_from_index)
 from leelaz.game.zobrist import BLACK_TO_MOVE, HASH_INIT, ZOBRIST, ZOBRIST_KO, ZOBRIST_PRIS
 
 NUM_SYMMETRIES = 8
@@ -70,6 +72,22 @@ def untransform_policy(out: np.ndarray, s: int) -> np.ndarray:
     return result
 
 
+#: UNDO_POLICY[s]: the gather that undoes s, untransform_policy(out, s) == out[UNDO_POLICY[s]].
+UNDO_POLICY = POLICY_TABLE[list(INVERSE)]
+UNDO_POLICY.setflags(write=False)
+
+
+def untransform_policies(out: np.ndarray, symmetries) -> np.ndarray:
+    """`untransform_policy` of each row of out [n, 362] under its own symmetry.
+
+    Hot path (every evaluated leaf): one flat gather for the whole batch (each row's undo
+    indices offset to that row), which beats take_along_axis's broadcast fancy index."""
+    width = out.shape[-1]
+    index = UNDO_POLICY[np.asarray(symmetries, dtype=np.intp)]
+    index += np.arange(0, len(index) * width, width)[:, None]
+    return np.ascontiguousarray(out).take(index)
+
+
 def remap_cached_policy(cached: np.ndarray, s: int) -> np.ndarray:
     """A policy cached for the position T_s(P), read for P: policy[idx] = cached[T_s(idx)]."""
     return cached[..., POLICY_TABLE[s]]
@@ -79,6 +97,7 @@ def remap_cached_policy(cached: np.ndarray, s: int) -> np.ndarray:
 #: The mailbox slot of each of the 361 points, in index order.
 POINTS = _VERTS = np.array(ALL_VERTICES, dtype=np.intp)
 _ZOB = np.array(ZOBRIST, dtype=np.uint64)  # [4, 441]
+_ZOB_KO = np.array(ZOBRIST_KO, dtype=np.uint64)
 _SYM_KEYS = np.stack([_ZOB[:, _VERTS[SYMMETRY_TABLE[s]]] for s in range(NUM_SYMMETRIES)])
 _VERTEX_MAP = np.zeros((NUM_SYMMETRIES, len(ZOBRIST_KO)), dtype=np.intp)
 for _s in range(NUM_SYMMETRIES):
@@ -105,23 +124,56 @@ def symmetry_hash(board, s: int) -> int:
     return symmetry_hashes(board, (s,))[0]
 
 
-_POINTS = np.arange(NUM_INTERSECTIONS)
 _MIRRORS = tuple(range(1, NUM_SYMMETRIES))
 
 
 def symmetry_hashes(board, symmetries=_MIRRORS) -> list[int]:
-    """`symmetry_hash` for several symmetries at once (hot path: the cache probes the 7
-    mirrors of every new leaf early in the game; one gather and one XOR-reduce for all)."""
-    colours = board_colours(board)
-    sym = list(symmetries)
-    keys = _SYM_KEYS[sym][:, colours, _POINTS]  # [len(sym), 361]
-    stones = np.bitwise_xor.reduce(keys, axis=1)
-    common = HASH_INIT ^ ZOBRIST_PRIS[0][board.prisoners[0]] ^ ZOBRIST_PRIS[1][board.prisoners[1]]
-    if board.to_move == 0:
-        common ^= BLACK_TO_MOVE
-    ko = board.ko_move
-    return [int(h) ^ common ^ ZOBRIST_KO[int(_VERTEX_MAP[s][ko])]
-            for h, s in zip(stones.tolist(), sym)]
+    """`symmetry_hash` for several symmetries at once (by default the 7 mirrors)."""
+    hashes = symmetry_hashes_batch([board])[0]
+    return [hashes[s] for s in symmetries]
+
+
+# The hashes from the stones alone. XOR is its own inverse, so the hash of the position under s
+# is the empty board's (the same for every s: T_s only permutes the points) XOR, per stone,
+# ZOBRIST[colour][T_s(v)] ^ ZOBRIST[EMPTY][T_s(v)]: early in the game, when the cache is probed
+# with the mirrors, that is a few dozen keys per position instead of 361.
+#: Mailbox slots gathered per board: the 361 points, then slot 0 (a border, INVAL, never EMPTY)
+#: so that every board has at least one entry and reduceat never meets an empty segment.
+_SLOTS = np.append(_VERTS, 0)
+_WIDTH = len(_SLOTS)  # 362
+#: _STONE_KEYS[colour * 362 + idx][s]: what a stone of that colour at idx adds under s (0 for
+#: the border slot).
+_STONE_KEYS = np.zeros((4 * _WIDTH, NUM_SYMMETRIES), dtype=np.uint64)
+for _c in (BLACK, WHITE):
+    _STONE_KEYS[_c * _WIDTH:_c * _WIDTH + NUM_INTERSECTIONS] = \
+        (_SYM_KEYS[:, _c] ^ _SYM_KEYS[:, EMPTY]).T
+del _c
+#: HASH_INIT and every empty point: the hash of an empty position before the other terms.
+_EMPTY_POINTS = HASH_INIT ^ int(np.bitwise_xor.reduce(_ZOB[EMPTY, _VERTS]))
+#: _KO_KEYS[ko][s]: the ko term of the position under s.
+_KO_KEYS = _ZOB_KO[_VERTEX_MAP.T]
+
+
+def symmetry_hashes_batch(boards) -> list[list[int]]:
+    """`symmetry_hash(board, s)` for every board and all 8 s: hashes[i][s].
+
+    Hot path: the cache probes the 7 mirrors of every new leaf early in the game (doc 3.9).
+    One join, one gather of the colours, one of the stones' keys and one segmented XOR for
+    the whole batch; only each board's prisoner and side terms are looked up in Python."""
+    n = len(boards)
+    if not n:
+        return []
+    mailboxes = np.frombuffer(b"".join([b.square for b in boards]), dtype=np.uint8)
+    colours = mailboxes.reshape(n, -1)[:, _SLOTS]
+    rows, points = np.nonzero(colours != EMPTY)  # stones and the border sentinels
+    keys = _STONE_KEYS[colours[rows, points] * np.intp(_WIDTH) + points]
+    hashes = np.bitwise_xor.reduceat(keys, np.searchsorted(rows, np.arange(n)), axis=0)
+    black, white = ZOBRIST_PRIS
+    hashes ^= np.array([_EMPTY_POINTS ^ black[b.prisoners[0]] ^ white[b.prisoners[1]]
+                        ^ (BLACK_TO_MOVE if b.to_move == BLACK else 0) for b in boards],
+                       dtype=np.uint64)[:, None]
+    hashes ^= _KO_KEYS[[b.ko_move for b in boards]]
+    return hashes.tolist()
 
 
 assert all(v == vertex_from_index(i) for i, v in enumerate(ALL_VERTICES))
