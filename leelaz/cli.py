@@ -226,7 +226,9 @@ def load_network(cfg: EngineConfig, path: str | None, say):
 
     weights = load_weights(path)
     say(weights_summary(weights) + "\n")
-    _, batch = resolve_threads(cfg)
+    # The backend is tuned (and its precision chosen) for the batches the search will send.
+    from leelaz.gtp.search_commands import search_batch_size
+    batch = search_batch_size(cfg)
     # --cpu-only gives NumPy; otherwise OpenCL on a GPU (on every --gpu id given), or on a CPU
     # device only if it beats NumPy; any OpenCL failure falls back to NumPy with a one-line
     # reason.

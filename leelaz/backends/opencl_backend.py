@@ -2,7 +2,7 @@
 
 Owns: device enumeration and choice by id or speed (`list_devices`, `pick_device`), the
 OpenCLBackend (context and queue, buffers allocated once and grown for larger batches, weights
-uploaded once as Winograd U from the shared `transform_filter`, the layer plan, read-back),
+uploaded once as Winograd U from the shared `transform_filter`, the enqueue plans, read-back),
 precision choice (single | half | auto) and the optional self-check against NumPy.
 Imports: numpy, pyopencl, backends.base/winograd/cl_program/tuner, and backends.numpy_backend
 lazily (self-check only).
@@ -21,13 +21,27 @@ the backend keeps one tuned shape for small batches and one for large ones.
 Half precision here means half *storage* (activations, U, V, M) with float arithmetic, which
 every OpenCL device supports through vload_half/vstore_half; it halves memory traffic.
 
-Hot path: `forward`.
+Enqueue plans: on a fast GPU the search waits on Python, not on the device. A batch is 3
+launches per 3x3 layer plus 4 for the heads (43 for 6 blocks, 127 for 20, 247 for 40), and
+pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every launch. So each
+batch size gets an `_EnqueuePlan`: its own `cl.Kernel` objects (a kernel object holds its
+arguments, so no two launches share one) with every argument set once, and the launch sizes
+precomputed; `submit` is then one upload, one `enqueue_nd_range_kernel` per launch and one
+read-back. The search's batch sizes change from call to call (cache hits, ramp-up), so plans
+are kept per batch size, the least recently used dropped beyond PLAN_CACHE (its kernel objects
+are re-used for the next plan); growing the buffers drops them all. Measured on an H100,
+host microseconds per submit, batch 1: 6x128 897 -> 537, 20x256 1,777 -> 1,025. What is left
+is the NVIDIA driver's own ~8-10 us per clEnqueueNDRangeKernel (as much through ctypes with no
+event), so fewer launches, not less Python, is the next saving.
+
+Hot path: `submit` -> `_enqueue`.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections import OrderedDict
 
 import numpy as np
 import pyopencl as cl
@@ -35,7 +49,7 @@ import pyopencl as cl
 from leelaz.backends import BackendUnavailable
 from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
                                   VALUE_HIDDEN, ConvBN, NetWeights)
-from leelaz.backends.cl_program import build_program, kernels, round_up
+from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
 from leelaz.backends.tuner import GemmParams, tune
 from leelaz.backends.winograd import transform_filter
 
@@ -47,6 +61,16 @@ K_MULTIPLE, C_MULTIPLE, P_MULTIPLE = 128, 32, 128  # padding that suits every sg
 SMALL_BATCH = 16
 #: Local sizes of the transform kernels (their global sizes are rounded up to these).
 TRANSFORM_LOCAL = (32, 4)
+#: Enqueue plans kept, one per batch size (the search's sizes vary from batch to batch; a plan
+#: holds ~3 kernel objects per layer, so the count is bounded).
+PLAN_CACHE = 64
+
+
+def plan_rows(batch: int) -> int:
+    """The rows a batch runs as: the next power of two (zero rows padded on). The search's
+    batch sizes vary from call to call, and each size needs its own enqueue plan, whose
+    kernel objects take milliseconds to make on a 40-block net; so a few sizes serve all."""
+    return 1 << max(0, batch - 1).bit_length()
 
 
 class SelfCheckError(RuntimeError):
@@ -122,6 +146,52 @@ def _upload(ctx, array: np.ndarray) -> cl.Buffer:
     return cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=array)
 
 
+#: One kernel launch with its arguments already set: (kernel, global size, local size).
+Launch = tuple[cl.Kernel, tuple[int, ...], tuple[int, ...]]
+
+
+class _EnqueuePlan:
+    """Every launch of one forward pass at one batch size, arguments set (see module docstring).
+
+    Built through `launch`, which takes the next kernel object from `recycled` (the launches of
+    a dropped plan built from the same program, in the same order) or creates one: on PoCL a
+    new pyopencl Kernel costs ~150 us, setting all its arguments ~60 us (~10 us per scalar).
+    """
+
+    def __init__(self, batch: int, program: cl.Program, recycled: list[cl.Kernel] | None):
+        self.batch = batch
+        self.program = program
+        self._recycled = iter(recycled) if recycled is not None else None
+        #: Per 3x3 layer: (its launches, output buffer, output channels), for tower_outputs.
+        self.layers: list[tuple[list[Launch], cl.Buffer, int]] = []
+        self.heads: list[Launch] = []
+        #: The whole pass in order: what submit enqueues.
+        self.launches: list[Launch] = []
+
+    def launch(self, name: str, global_size, local_size, *args) -> Launch:
+        """A kernel object for `name` with `args` set once, checked against its signature."""
+        kernel = next(self._recycled, None) if self._recycled is not None else None
+        if kernel is None:
+            kernel = cl.Kernel(self.program, name)
+        signature = SIGNATURES[name]
+        assert kernel.function_name == name and len(args) == len(signature), (name, len(args))
+        assert len(local_size) == len(global_size) and all(
+            g % l == 0 for g, l in zip(global_size, local_size)), (name, global_size, local_size)
+        for i, (arg, kind) in enumerate(zip(args, signature)):
+            kernel.set_arg(i, arg if kind is None else kind(arg))
+        return kernel, tuple(global_size), tuple(local_size)
+
+    def finish(self) -> _EnqueuePlan:
+        self.launches = [launch for launches, _, _ in self.layers for launch in launches]
+        self.launches += self.heads
+        self._recycled = None
+        return self
+
+    def kernels(self) -> list[cl.Kernel]:
+        """The kernel objects in launch order, for the next plan built from the same program."""
+        return [kernel for kernel, _, _ in self.launches]
+
+
 class OpenCLBackend:
     """Backend.forward on an OpenCL device. See the module docstring for the plan."""
 
@@ -176,10 +246,9 @@ class OpenCLBackend:
         if params is None and batch_size > SMALL_BATCH:
             small = tune(self.ctx, self.queue, half, f, f, SMALL_BATCH // 2, tune_mode, log)
         self.params = large
-        #: (largest batch, params, kernels) for each sgemm shape, smallest batches first.
-        self.gemms = [(SMALL_BATCH, small, self._kernels(small)),
-                      (None, large, self._kernels(large))]
-        self.k = self.gemms[-1][2]
+        #: (largest batch, params, program) for each sgemm shape, smallest batches first.
+        self.gemms = [(SMALL_BATCH, small, self._program(small)),
+                      (None, large, self._program(large))]
         w = self.weights
         self.input_conv = _Conv3(self.ctx, w.input_conv, self.dtype)
         self.tower = [(_Conv3(self.ctx, a, self.dtype), _Conv3(self.ctx, b, self.dtype))
@@ -193,14 +262,17 @@ class OpenCLBackend:
                           _upload(self.ctx, getattr(w, name + "_b")))
                    for name in ("policy_fc", "value_fc1", "value_fc2")}
         self.capacity = 0
+        #: batch size -> _EnqueuePlan, least recently used first.
+        self._plans: OrderedDict[int, _EnqueuePlan] = OrderedDict()
+        #: (kernel name, event) per launch while `profile` runs, else None.
+        self._profile_events: list | None = None
         self._grow(batch_size)
 
-    def _kernels(self, params: GemmParams) -> dict:
+    def _program(self, params: GemmParams) -> cl.Program:
         assert K_MULTIPLE % params.mwg == 0 and C_MULTIPLE % params.kwg == 0, params
         assert P_MULTIPLE % params.nwg == 0, params
         assert self.half or not params.tc, params
-        return kernels(build_program(self.ctx, {"STORAGE_HALF": int(self.half),
-                                                **params.defines()}))
+        return build_program(self.ctx, {"STORAGE_HALF": int(self.half), **params.defines()})
 
     def _grow(self, batch: int) -> None:
         """(Re)allocate the activation and Winograd buffers for `batch` positions."""
@@ -223,6 +295,7 @@ class OpenCLBackend:
         self.hidden_buf = buffer(batch * VALUE_HIDDEN * 4)
         self.result_buf = buffer(batch * RESULT_WIDTH * 4)
         self.capacity = batch
+        self._plans.clear()  # their kernels point at the old buffers
 
     def _auto_precision(self, batch_size: int, tune_mode: str,
                         params: GemmParams | None) -> str:
@@ -247,73 +320,71 @@ class OpenCLBackend:
 
     # ---- forward -----------------------------------------------------------------------------
 
-    def _gemm_for(self, batch: int) -> tuple[GemmParams, dict]:
-        for limit, params, kernels_ in self.gemms:
+    def _gemm_for(self, batch: int) -> tuple[GemmParams, cl.Program]:
+        """The sgemm shape (and the program built for it) that serves batches of `batch`."""
+        for limit, params, program in self.gemms:
             if limit is None or batch <= limit:
-                return params, kernels_
+                return params, program
         raise AssertionError("unreachable")
 
-    def _conv3(self, conv: _Conv3, src, dst, batch: int, residual: bool, first: bool) -> None:
-        """Enqueue one 3x3 convolution + batch norm (+ residual from dst) + ReLU."""
-        p, k = self._gemm_for(batch)
-        tiles = batch * TILES
-        ppad = round_up(tiles, p.nwg)
-        lx, ly = TRANSFORM_LOCAL
-        i32 = np.int32
-        k["in_transform_input" if first else "in_transform"](
-            self.queue, (round_up(ppad, lx), round_up(conv.cpad, ly)), TRANSFORM_LOCAL, src,
-            self.v_buf, i32(conv.c), i32(conv.cpad), i32(tiles), i32(ppad))
-        k[p.kernel_name()](self.queue, p.global_size(conv.kpad, ppad), p.local_size(),
-                           i32(conv.kpad), i32(ppad), i32(conv.cpad), conv.u, self.v_buf,
-                           self.m_buf)
-        k["out_transform_bn"](self.queue, (round_up(tiles, lx), round_up(conv.k, ly)),
-                              TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale,
-                              i32(conv.k), i32(conv.kpad), i32(tiles), i32(ppad),
-                              i32(residual), i32(1))
+    def _plan_for(self, batch: int) -> _EnqueuePlan:
+        """The plan for `batch` positions: cached, else built (re-using the oldest's kernels).
 
-    def _layer_plan(self) -> list[tuple[_Conv3, cl.Buffer, cl.Buffer, bool]]:
-        """(conv, source, destination, residual?) for every 3x3 layer, in order.
+        Hot path: a dict hit on almost every call."""
+        plans = self._plans
+        plan = plans.get(batch)
+        if plan is not None:
+            plans.move_to_end(batch)
+            return plan
+        _, program = self._gemm_for(batch)
+        recycled = None
+        if len(plans) >= PLAN_CACHE:
+            _, oldest = plans.popitem(last=False)
+            if oldest.program is program:
+                recycled = oldest.kernels()
+        plan = plans[batch] = self._build_plan(batch, recycled)
+        return plan
+
+    def _build_plan(self, batch: int, recycled: list[cl.Kernel] | None) -> _EnqueuePlan:
+        """Every launch for `batch` positions, in order: the 3x3 layers, then the heads.
 
         The block input stays in x_buf; the first conv writes t_buf, the second adds x_buf
         back in place (out_transform_bn reads and writes each element in one work item).
         """
-        plan = [(self.input_conv, self.planes_buf, self.x_buf, False)]
+        params, program = self._gemm_for(batch)
+        plan = _EnqueuePlan(batch, program, recycled)
+        layers = [(self.input_conv, self.planes_buf, self.x_buf, False)]
         for first, second in self.tower:
-            plan.append((first, self.x_buf, self.t_buf, False))
-            plan.append((second, self.t_buf, self.x_buf, True))
-        return plan
+            layers.append((first, self.x_buf, self.t_buf, False))
+            layers.append((second, self.t_buf, self.x_buf, True))
+        for i, (conv, src, dst, residual) in enumerate(layers):
+            launches = self._conv3_launches(plan, params, conv, src, dst, residual, i == 0)
+            plan.layers.append((launches, dst, conv.k))
+        plan.heads = self._head_launches(plan)
+        return plan.finish()
 
-    def _enqueue_tower(self, planes: np.ndarray, read_each: bool = False) -> list[np.ndarray]:
-        """Upload the planes and enqueue every 3x3 layer; optionally read each output back."""
-        planes = np.asarray(planes)
-        batch = planes.shape[0]
-        assert planes.shape[1:] in ((INPUT_CHANNELS, 19, 19), (INPUT_CHANNELS, BOARD_SQUARES)), \
-            planes.shape
-        if batch > self.capacity:
-            self._grow(batch)
-        host_in = np.ascontiguousarray(planes, np.float32)
-        cl.enqueue_copy(self.queue, self.planes_buf, host_in, is_blocking=read_each)
-        outputs = []
-        for i, (conv, src, dst, residual) in enumerate(self._layer_plan()):
-            self._conv3(conv, src, dst, batch, residual, first=i == 0)
-            if read_each:
-                out = np.empty((batch, conv.k, BOARD_SQUARES), self.dtype)
-                cl.enqueue_copy(self.queue, out, dst)
-                outputs.append(out.astype(np.float32))
-        self._host_in = host_in  # submit() keeps it alive until the batch is read back
-        return outputs
+    def _conv3_launches(self, plan: _EnqueuePlan, p: GemmParams, conv: _Conv3, src, dst,
+                        residual: bool, first: bool) -> list[Launch]:
+        """One 3x3 convolution + batch norm (+ residual from dst) + ReLU: three launches."""
+        tiles = plan.batch * TILES
+        ppad = round_up(tiles, p.nwg)
+        lx, ly = TRANSFORM_LOCAL
+        return [
+            plan.launch("in_transform_input" if first else "in_transform",
+                        (round_up(ppad, lx), round_up(conv.cpad, ly)), TRANSFORM_LOCAL, src,
+                        self.v_buf, conv.c, conv.cpad, tiles, ppad),
+            plan.launch(p.kernel_name(), p.global_size(conv.kpad, ppad), p.local_size(),
+                        conv.kpad, ppad, conv.cpad, conv.u, self.v_buf, self.m_buf),
+            plan.launch("out_transform_bn", (round_up(tiles, lx), round_up(conv.k, ly)),
+                        TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale, conv.k,
+                        conv.kpad, tiles, ppad, int(residual), 1)]
 
-    def tower_outputs(self, planes: np.ndarray) -> list[np.ndarray]:
-        """Every 3x3 layer's output float32 [B, F, 361], read back one by one (for tests)."""
-        return self._enqueue_tower(planes, read_each=True)
-
-    def _enqueue_heads(self, batch: int) -> None:
-        i32 = np.int32
-        f = self.weights.filters
-        self.k["head_conv1x1"](self.queue, (round_up(BOARD_SQUARES, 32), batch), (32, 1),
-                               self.x_buf, self.head_w, self.head_mean, self.head_scale,
-                               self.head_buf, i32(f), i32(batch))
-        fc = self.k["fc_layer"]
+    def _head_launches(self, plan: _EnqueuePlan) -> list[Launch]:
+        """The heads' 1x1 convolutions (into head_buf), then the three FC layers."""
+        batch = plan.batch
+        launches = [plan.launch("head_conv1x1", (round_up(BOARD_SQUARES, 32), batch), (32, 1),
+                                self.x_buf, self.head_w, self.head_mean, self.head_scale,
+                                self.head_buf, self.weights.filters, batch)]
         layers = [  # (name, input, offset, stride, output, offset, stride, n_in, n_out, relu)
             ("policy_fc", self.head_buf, 0, HEAD_OUTPUTS * BOARD_SQUARES, self.result_buf, 0,
              RESULT_WIDTH, 2 * BOARD_SQUARES, POLICY_OUTPUTS, 0),
@@ -323,32 +394,71 @@ class OpenCLBackend:
              RESULT_WIDTH, VALUE_HIDDEN, 1, 0)]
         for name, src, src_off, src_stride, dst, dst_off, dst_stride, n_in, n_out, relu in layers:
             w, b = self.fc[name]
-            fc(self.queue, (round_up(n_out, 32), batch), (32, 1), src, i32(src_off),
-               i32(src_stride), w, b, dst, i32(dst_off), i32(dst_stride), i32(n_in), i32(n_out),
-               i32(batch), i32(relu))
+            launches.append(plan.launch("fc_layer", (round_up(n_out, 32), batch), (32, 1), src,
+                                        src_off, src_stride, w, b, dst, dst_off, dst_stride,
+                                        n_in, n_out, batch, relu))
+        return launches
+
+    def _enqueue(self, launches: list[Launch]) -> None:
+        """Hot path: one enqueue per launch, nothing else (arguments were set by the plan)."""
+        queue, enqueue = self.queue, cl.enqueue_nd_range_kernel
+        events = self._profile_events
+        if events is None:
+            for kernel, global_size, local_size in launches:
+                enqueue(queue, kernel, global_size, local_size)
+        else:
+            for kernel, global_size, local_size in launches:
+                events.append((kernel.function_name,
+                               enqueue(queue, kernel, global_size, local_size)))
+
+    def _start(self, planes: np.ndarray, blocking: bool = False) -> tuple[_EnqueuePlan,
+                                                                          np.ndarray]:
+        """Grow the buffers if needed, upload the planes; the plan and the uploaded host array.
+
+        The upload is non-blocking unless `blocking`: the caller keeps the host array alive
+        until the batch has been read back."""
+        planes = np.asarray(planes)
+        batch = planes.shape[0]
+        assert planes.shape[1:] in ((INPUT_CHANNELS, 19, 19), (INPUT_CHANNELS, BOARD_SQUARES)), \
+            planes.shape
+        rows = plan_rows(batch)
+        if rows > self.capacity:
+            self._grow(rows)
+        plan = self._plan_for(rows)
+        host_in = np.zeros((rows, INPUT_CHANNELS, BOARD_SQUARES), np.float32)
+        host_in[:batch] = planes.reshape(batch, INPUT_CHANNELS, BOARD_SQUARES)
+        cl.enqueue_copy(self.queue, self.planes_buf, host_in, is_blocking=blocking)
+        return plan, host_in
+
+    def tower_outputs(self, planes: np.ndarray) -> list[np.ndarray]:
+        """Every 3x3 layer's output float32 [B, F, 361], read back one by one (for tests)."""
+        plan, _ = self._start(planes, blocking=True)
+        outputs = []
+        for launches, dst, channels in plan.layers:
+            self._enqueue(launches)
+            out = np.empty((plan.batch, channels, BOARD_SQUARES), self.dtype)
+            cl.enqueue_copy(self.queue, out, dst)
+            outputs.append(out[:len(planes)].astype(np.float32))
+        return outputs
 
     def forward_heads(self, planes: np.ndarray) -> np.ndarray:
         """The heads' 1x1 conv outputs float32 [B, 3, 361] (policy 0-1, value 2), after BN+ReLU."""
-        batch = planes.shape[0]
-        self._enqueue_tower(planes)
-        self._enqueue_heads(batch)
-        heads = np.empty((batch, HEAD_OUTPUTS, BOARD_SQUARES), np.float32)
+        plan, host_in = self._start(planes)
+        self._enqueue(plan.launches)
+        heads = np.empty((plan.batch, HEAD_OUTPUTS, BOARD_SQUARES), np.float32)
         cl.enqueue_copy(self.queue, heads, self.head_buf, is_blocking=True)
-        return heads
+        return heads[:len(planes)]
 
     def profile(self, planes: np.ndarray) -> dict[str, float]:
-        """Device seconds per kernel name for one forward pass (needs a profiling queue)."""
+        """Device seconds per kernel name for one forward pass (on a profiling queue)."""
         profiled = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
         queue, self.queue = self.queue, profiled
         events: list = []
-        all_kernels = [k for _, _, ks in self.gemms for k in ks.values()]
-        for k in all_kernels:
-            k.events = events
+        self._profile_events = events
         try:
             self.forward(planes)
         finally:
-            for k in all_kernels:
-                k.events = None
+            self._profile_events = None
             self.queue = queue
         totals: dict[str, float] = {}
         for name, event in events:
@@ -369,17 +479,19 @@ class OpenCLBackend:
         The queue is in order, so a later batch reuses the same device buffers safely: its
         upload runs only after this batch's result has been copied out."""
         batch = len(planes)
-        result = np.empty((batch, RESULT_WIDTH), np.float32)
         if batch == 0:
-            return _Pending(self, planes, result, None)
-        self._enqueue_tower(planes)
-        self._enqueue_heads(batch)
+            return _Pending(self, planes, np.empty((0, RESULT_WIDTH), np.float32), None)
+        plan, host_in = self._start(planes)
+        self._enqueue(plan.launches)
+        result = np.empty((plan.batch, RESULT_WIDTH), np.float32)  # padded rows included
         event = cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=False)
+        self.queue.flush()  # start the device now: the search collects the next batch meanwhile
         pending = _Pending(self, planes, result, event)
-        pending.host_in = self._host_in  # the upload reads it until the batch is done
+        pending.host_in = host_in  # the upload reads it until the batch is done
         return pending
 
     def _finish(self, planes, result) -> tuple[np.ndarray, np.ndarray]:
+        result = result[:len(planes)]  # the padding rows of plan_rows go
         policy = np.ascontiguousarray(result[:, :POLICY_OUTPUTS])
         value = ((1.0 + np.tanh(result[:, POLICY_OUTPUTS])) / 2.0).astype(np.float32)
         if self.selfcheck and len(planes) and self._rng.random() < self.selfcheck:

@@ -57,19 +57,26 @@ SETOPTION_LIST = (
 DEFAULT_OPENCL_SEARCH_BATCH = 32
 
 
+def search_batch_size(cfg) -> int:
+    """Leaves per evaluate call: LZ's thread count, or DEFAULT_OPENCL_SEARCH_BATCH when
+    OpenCL may be used and neither -t nor --batchsize was given. The OpenCL backend is tuned
+    for this size too (cli.load_network)."""
+    # LZ runs `threads` playouts at once (each thread, or each slot of a GPU batch);
+    # collecting that many leaves per evaluate call is the equivalent.
+    try:
+        batch_size = resolve_threads(cfg)[0]
+    except ValueError:
+        batch_size = 1
+    if not cfg.cpu_only and not cfg.threads and not cfg.batchsize:
+        batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
+    return max(1, batch_size)
+
+
 def params_from_config(cfg, batch_size: int | None = None) -> SearchParams:
-    """SearchParams from the command-line settings (EngineConfig); the batch size (leaves
-    per evaluate call) defaults to LZ's thread count, or DEFAULT_OPENCL_SEARCH_BATCH when
-    OpenCL may be used and neither -t nor --batchsize was given."""
+    """SearchParams from the command-line settings (EngineConfig); the batch size defaults
+    to `search_batch_size(cfg)`."""
     if batch_size is None:
-        # LZ runs `threads` playouts at once (each thread, or each slot of a GPU batch);
-        # collecting that many leaves per evaluate call is the equivalent.
-        try:
-            batch_size = resolve_threads(cfg)[0]
-        except ValueError:
-            batch_size = 1
-        if not cfg.cpu_only and not cfg.threads and not cfg.batchsize:
-            batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
+        batch_size = search_batch_size(cfg)
     return SearchParams(
         max_playouts=cfg.playouts or UNLIMITED, max_visits=cfg.visits or UNLIMITED,
         timemanage=cfg.timemanage, lagbuffer_cs=cfg.lagbuffer, noise=cfg.noise,
