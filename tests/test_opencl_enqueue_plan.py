@@ -17,13 +17,13 @@ import os
 import numpy as np
 import pytest
 from backend_helpers import need_opencl, random_planes, rel_error
-from leelaz.backends.opencl_backend import plan_rows
 
 from leelaz.backends.weights import load_weights
 
 cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
+from leelaz.backends.opencl_backend import plan_rows  # noqa: E402
 
 BLOCKS, FILTERS = 2, 32
 TOLERANCE = {"single": 1e-4, "half": 3e-2}
@@ -84,8 +84,6 @@ def test_batch_sizes_back_and_forth_match_numpy(backends, reference, precision):
 
 
 def test_batches_run_as_few_padded_sizes():
-    from leelaz.backends.opencl_backend import plan_rows
-
     assert [plan_rows(b) for b in (1, 2, 3, 4, 5, 8, 9, 31, 32, 33, 256)] == \
         [1, 2, 4, 4, 8, 8, 16, 32, 32, 64, 256]
 

@@ -27,11 +27,14 @@ pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every 
 batch size gets an `_EnqueuePlan`: its own `cl.Kernel` objects (a kernel object holds its
 arguments, so no two launches share one) with every argument set once, and the launch sizes
 precomputed; `submit` is then one upload, one `enqueue_nd_range_kernel` per launch and one
-read-back. The search's batch sizes change from call to call (cache hits, ramp-up), so plans
-are kept per batch size, the least recently used dropped beyond PLAN_CACHE (its kernel objects
-are re-used for the next plan); growing the buffers drops them all. Measured on an H100,
-host microseconds per submit, batch 1: 6x128 897 -> 537, 20x256 1,777 -> 1,025. What is left
-is the NVIDIA driver's own ~8-10 us per clEnqueueNDRangeKernel (as much through ctypes with no
+read-back. The search's batch sizes change from call to call (cache hits, ramp-up), and a
+plan costs milliseconds to build (10-20 ms on an H100 for 6-20 blocks), so a batch runs as the
+next power of two of rows (`plan_rows`, zero rows padded on): a few plans serve every size.
+They are kept least recently used first, dropped beyond PLAN_CACHE (their kernel objects are
+re-used for the next plan); growing the buffers drops them all. After a submit the queue is
+flushed, so the device starts at once while the search collects the next batch. Measured
+on an H100, host microseconds per submit, batch 1: 6x128 897 -> 537, 20x256 1,777 -> 1,025
+(before the padding). What is left is the NVIDIA driver's own ~8-10 us per clEnqueueNDRangeKernel (as much through ctypes with no
 event), so fewer launches, not less Python, is the next saving.
 
 Hot path: `submit` -> `_enqueue`.
