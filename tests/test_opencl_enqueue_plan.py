@@ -151,3 +151,18 @@ def test_profile_times_every_kernel_and_leaves_the_queue_as_it_was(backends, ref
     assert all(seconds > 0 for seconds in totals.values())
     assert be.queue is queue and be._profile_events is None
     check(be, reference, 4, "single", seed=8)
+
+
+def test_plans_are_built_at_start_up_for_the_search_batch(weights, reference):
+    """Every row count a ramping search will use up to its batch size is ready before the
+    first search, and a search-sized batch builds nothing new."""
+    from leelaz.backends.opencl_backend import OpenCLBackend
+
+    need_opencl()
+    be = OpenCLBackend(weights, precision="single", batch_size=20, tune="none", quiet=True)
+    assert list(be._plans) == [1, 2, 4, 8, 16, 32]
+    plans = dict(be._plans)
+    check(be, reference, 20, "single", seed=21)
+    check(be, reference, 3, "single", seed=22)
+    assert all(be._plans[rows] is plan for rows, plan in plans.items())
+    assert len(be._plans) == 6
