@@ -266,7 +266,7 @@ class OpenCLBackend:
                           _upload(self.ctx, getattr(w, name + "_b")))
                    for name in ("policy_fc", "value_fc1", "value_fc2")}
         self.capacity = 0
-        #: batch size -> _EnqueuePlan, least recently used first.
+        #: row count (plan_rows) -> _EnqueuePlan, least recently used first.
         self._plans: OrderedDict[int, _EnqueuePlan] = OrderedDict()
         #: (kernel name, event) per launch while `profile` runs, else None.
         self._profile_events: list | None = None
