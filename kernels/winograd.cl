@@ -50,50 +50,10 @@ inline void transform_store_v(float d[6][6], __global store_t* restrict V, const
     }
 }
 
-/* The 6x6 window of tile p (< P) in channel c of NCHW activations; LOADER reads one value.
- * Zero outside the board, and everywhere for padding rows (c >= C) and columns (p >= P). */
-#define GATHER_WINDOW(d, in, C, P, LOADER)                                                    \
-    if (p < P && c < C) {                                                                     \
-        const int b = p / TILES;                                                              \
-        const int tile = p - b * TILES;                                                       \
-        const int ty = tile / WTILES;                                                         \
-        const int tx = tile - ty * WTILES;                                                    \
-        const int plane = (b * C + c) * NUM_INTERSECTIONS;                                    \
-        for (int i = 0; i < 6; i++) {                                                         \
-            const int y = ty * 4 + i - 1;                                                     \
-            for (int j = 0; j < 6; j++) {                                                     \
-                const int x = tx * 4 + j - 1;                                                 \
-                const bool inside = y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;     \
-                d[i][j] = inside ? LOADER(in, plane + y * BOARD_SIZE + x) : 0.0f;             \
-            }                                                                                 \
-        }                                                                                     \
-    } else {                                                                                  \
-        for (int i = 0; i < 6; i++) {                                                         \
-            for (int j = 0; j < 6; j++) {                                                     \
-                d[i][j] = 0.0f;                                                               \
-            }                                                                                 \
-        }                                                                                     \
-    }
-
-#define LOAD_FLOAT(p, i) ((p)[(i)])
-
-/* V = Bt d B for every (tile p, channel c) of stored activations.
+/* V = Bt d B for every (tile p, channel c) of the network input, which always arrives as
+ * float32 planes (so the host never converts to half: NumPy's float16 conversion costs more
+ * than the upload). The other layers' input transforms run inside out_in_transform.
  * Global size (>= Ppad, >= Cpad); any local size. */
-__kernel void in_transform(__global const store_t* restrict in, __global store_t* restrict V,
-                           const int C, const int Cpad, const int P, const int Ppad)
-{
-    const int p = get_global_id(0);
-    const int c = get_global_id(1);
-    if (p >= Ppad || c >= Cpad) {
-        return;
-    }
-    float d[6][6];
-    GATHER_WINDOW(d, in, C, P, LOAD)
-    transform_store_v(d, V, c, Cpad, p, Ppad);
-}
-
-/* The same for the network input, which always arrives as float32 planes (so the host never
- * converts to half: NumPy's float16 conversion costs more than the upload). */
 __kernel void in_transform_input(__global const float* restrict in,
                                  __global store_t* restrict V,
                                  const int C, const int Cpad, const int P, const int Ppad)
@@ -103,14 +63,82 @@ __kernel void in_transform_input(__global const float* restrict in,
     if (p >= Ppad || c >= Cpad) {
         return;
     }
+    /* The 6x6 window of tile p: zero outside the board, and everywhere for padding rows
+     * (c >= C) and columns (p >= P). */
     float d[6][6];
-    GATHER_WINDOW(d, in, C, P, LOAD_FLOAT)
+    const bool real = p < P && c < C;
+    const int b = p / TILES;
+    const int tile = p - b * TILES;
+    const int ty = tile / WTILES;
+    const int tx = tile - ty * WTILES;
+    const int plane = (b * C + c) * NUM_INTERSECTIONS;
+    for (int i = 0; i < 6; i++) {
+        const int y = ty * 4 + i - 1;
+        for (int j = 0; j < 6; j++) {
+            const int x = tx * 4 + j - 1;
+            const bool inside = real && y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;
+            d[i][j] = inside ? in[plane + y * BOARD_SIZE + x] : 0.0f;
+        }
+    }
     transform_store_v(d, V, c, Cpad, p, Ppad);
+}
+
+/* o = At m A for the 6x6 products of one tile: m[(i*6 + j) * plane_stride + at]. */
+inline void at_tile(__global const mstore_t* restrict M, const int plane_stride, const int at,
+                    float o[4][4])
+{
+    float t[4][6];
+    float r[4];
+    for (int j = 0; j < 6; j++) {
+        float m[6];
+        for (int i = 0; i < 6; i++) {
+            m[i] = LOADM(M, (i * 6 + j) * plane_stride + at);
+        }
+        at6(m[0], m[1], m[2], m[3], m[4], m[5], r);
+        for (int i = 0; i < 4; i++) {
+            t[i][j] = r[i];
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        at6(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], o[i]);
+    }
+}
+
+/* The batch-norm epilogue of tile `tile` in one channel plane (`base` = its first element):
+ * o becomes [ReLU](s * (o - mu) [+ res]), stored into `out` where it lies on the board.
+ * `res` may alias `out`. */
+inline void bn_store_tile(float o[4][4], const int tile, const int base, const float mu,
+                          const float s, __global store_t* out, __global const store_t* res,
+                          const int has_res, const int relu)
+{
+    const int ty = tile / WTILES;
+    const int tx = tile - ty * WTILES;
+    for (int i = 0; i < 4; i++) {
+        const int y = ty * 4 + i;
+        if (y >= BOARD_SIZE) {
+            break;
+        }
+        for (int j = 0; j < 4; j++) {
+            const int x = tx * 4 + j;
+            if (x < BOARD_SIZE) {
+                const int at = y * BOARD_SIZE + x;
+                float v = s * (o[i][j] - mu);
+                if (has_res) {
+                    v += LOAD(res, base + at);
+                }
+                if (relu) {
+                    v = fmax(v, 0.0f);
+                }
+                STORE(out, base + at, v);
+                o[i][j] = v;
+            }
+        }
+    }
 }
 
 /* out = [ReLU](scale * (At M A - mean) [+ res]) for every (tile p < P, output channel k < K).
  * `res` may alias `out` (each element is read and written by the same work item).
- * Global size (>= P, >= K); any local size. */
+ * Global size (>= P, >= K); any local size. Used for the last 3x3 layer of the tower. */
 __kernel void out_transform_bn(__global const mstore_t* restrict M, __global store_t* out,
                                __global const store_t* res,
                                __global const float* restrict mean,
@@ -123,45 +151,74 @@ __kernel void out_transform_bn(__global const mstore_t* restrict M, __global sto
     if (p >= P || k >= K) {
         return;
     }
-    const int plane_stride = Kpad * Ppad;
-    float t[4][6];
-    float r[4];
-    for (int j = 0; j < 6; j++) {
-        float m[6];
-        for (int i = 0; i < 6; i++) {
-            m[i] = LOADM(M, (i * 6 + j) * plane_stride + k * Ppad + p);
-        }
-        at6(m[0], m[1], m[2], m[3], m[4], m[5], r);
-        for (int i = 0; i < 4; i++) {
-            t[i][j] = r[i];
-        }
-    }
+    float o[4][4];
+    at_tile(M, Kpad * Ppad, k * Ppad + p, o);
     const int b = p / TILES;
-    const int tile = p - b * TILES;
-    const int ty = tile / WTILES;
-    const int tx = tile - ty * WTILES;
-    const float mu = mean[k];
-    const float s = scale[k];
-    const int base = (b * K + k) * NUM_INTERSECTIONS;
-    for (int i = 0; i < 4; i++) {
-        at6(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], r);
-        const int y = ty * 4 + i;
-        if (y >= BOARD_SIZE) {
-            break;
-        }
-        for (int j = 0; j < 4; j++) {
-            const int x = tx * 4 + j;
-            if (x < BOARD_SIZE) {
-                const int idx = base + y * BOARD_SIZE + x;
-                float v = s * (r[j] - mu);
-                if (has_res) {
-                    v += LOAD(res, idx);
-                }
-                if (relu) {
-                    v = fmax(v, 0.0f);
-                }
-                STORE(out, idx, v);
+    bn_store_tile(o, p - b * TILES, (b * K + k) * NUM_INTERSECTIONS, mean[k], scale[k], out,
+                  res, has_res, relu);
+}
+
+/* out_transform_bn (with ReLU) fused with the next layer's in_transform, which reads what it
+ * writes: every other 3x3 layer's output is the next one's input, and both transforms work
+ * channel by channel. One work group per (board, channel) keeps that channel's 19x19 plane in
+ * local memory between the two, which saves a launch per layer and a re-read of `out`.
+ *
+ * Work group (board g, channel k), local size (>= TILES, 1):
+ *   k < K:     out and V[.][k][g*TILES + t] for the board's tiles t;
+ *   k >= K:    zero V rows for the next layer's channel padding (k < Cpad: NaN left there
+ *              would survive a zero weight).
+ * V's padding columns (p >= P) are left as they are: a column of M depends only on the same
+ * column of V, and M's padding columns are never read.
+ * Global size (P / TILES * local size, Cpad). */
+__kernel void out_in_transform(__global const mstore_t* restrict M, __global store_t* out,
+                               __global const store_t* res,
+                               __global const float* restrict mean,
+                               __global const float* restrict scale,
+                               __global store_t* restrict V,
+                               const int K, const int Kpad, const int P, const int Ppad,
+                               const int Cpad, const int has_res)
+{
+    __local float plane[NUM_INTERSECTIONS];
+    const int t = get_local_id(0);
+    const int g = get_group_id(0);
+    const int k = get_global_id(1);
+    const int plane_stride = Cpad * Ppad;
+    const int p = g * TILES + t;
+    /* Uniform over the work group, so the barrier below is safe. */
+    if (k >= K) {
+        if (t < TILES) {
+            for (int q = 0; q < 36; q++) {
+                STORE(V, q * plane_stride + k * Ppad + p, 0.0f);
             }
         }
+        return;
+    }
+    if (t < TILES) {
+        float o[4][4];
+        at_tile(M, Kpad * Ppad, k * Ppad + p, o);
+        bn_store_tile(o, t, (g * K + k) * NUM_INTERSECTIONS, mean[k], scale[k], out, res,
+                      has_res, 1);
+        const int ty = t / WTILES;
+        const int tx = t - ty * WTILES;
+        for (int i = 0; i < 4 && ty * 4 + i < BOARD_SIZE; i++) {
+            for (int j = 0; j < 4 && tx * 4 + j < BOARD_SIZE; j++) {
+                plane[(ty * 4 + i) * BOARD_SIZE + tx * 4 + j] = o[i][j];
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t < TILES) {
+        const int ty = t / WTILES;
+        const int tx = t - ty * WTILES;
+        float d[6][6];
+        for (int i = 0; i < 6; i++) {
+            const int y = ty * 4 + i - 1;
+            for (int j = 0; j < 6; j++) {
+                const int x = tx * 4 + j - 1;
+                const bool inside = y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;
+                d[i][j] = inside ? plane[y * BOARD_SIZE + x] : 0.0f;
+            }
+        }
+        transform_store_v(d, V, k, Cpad, p, Ppad);
     }
 }

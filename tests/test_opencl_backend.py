@@ -102,6 +102,26 @@ def test_end_to_end_matches_numpy_backend(backends, weights, precision):
     assert be.capacity >= 32
 
 
+@pytest.mark.parametrize("precision", ["single", "half"])
+def test_padding_of_v_is_written_not_assumed(random_weights, precision):
+    """40 filters (padded to 64 channels, where the input's 18 are padded to 32) and a V
+    buffer full of NaN beforehand: the transform kernels themselves zero V's padding rows
+    and columns (NaN times a zero weight is still NaN), so the result matches NumPy."""
+    from leelaz.backends.opencl_backend import OpenCLBackend
+
+    need_opencl()
+    w = load_weights(random_weights(1, 40, seed=9))
+    be = OpenCLBackend(w, precision=precision, batch_size=3, tune="none", quiet=True)
+    itemsize = 2 if precision == "half" else 4
+    cl.enqueue_copy(be.queue, be.v_buf, np.full(be.v_buf.size // itemsize, np.nan,
+                                                np.float16 if itemsize == 2 else np.float32))
+    planes = random_planes(3, seed=4)
+    policy, value = be.forward(planes)
+    want_policy, want_value = NumpyBackend(w).forward(planes)
+    assert rel_error(policy, want_policy) < TOLERANCE[precision]
+    assert np.abs(value - want_value).max() < TOLERANCE[precision]
+
+
 def test_batch_results_do_not_depend_on_batch_company(backends):
     """A position gives the same answer alone and inside a batch (padding is inert)."""
     be = backends["single"]
@@ -155,7 +175,7 @@ def test_kernels_folder_is_found():
     assert all((folder / name).is_file() for name in KERNEL_FILES)
     source = program_source({"STORAGE_HALF": 1})
     assert source.startswith("/* generated") and "#define STORAGE_HALF 1" in source
-    assert "void sgemm_tn(" in source and "__kernel void in_transform(" in source
+    assert "void sgemm_tn(" in source and "__kernel void out_in_transform(" in source
 
 
 def test_chooser_falls_back_to_numpy_without_opencl(random_weights, tmp_path):

@@ -110,9 +110,9 @@ class ClKernel:
 I32 = np.int32
 #: Argument types of each kernel, in the order the `.cl` files declare them.
 SIGNATURES = {
-    "in_transform": (None, None, I32, I32, I32, I32),
     "in_transform_input": (None, None, I32, I32, I32, I32),
     "out_transform_bn": (None, None, None, None, None, I32, I32, I32, I32, I32, I32),
+    "out_in_transform": (None, None, None, None, None, None, I32, I32, I32, I32, I32, I32),
     "sgemm_tn": (I32, I32, I32, None, None, None),
     "sgemm_tc": (I32, I32, I32, None, None, None),
     "head_conv1x1": (None, None, None, None, None, I32, I32),

@@ -7,8 +7,10 @@ precision choice (single | half | auto) and the optional self-check against NumP
 Imports: numpy, pyopencl, backends.base/winograd/cl_program/tuner, and backends.numpy_backend
 lazily (self-check only).
 
-Per 3x3 convolution: in_transform -> sgemm_tn (36 batched products) -> out_transform_bn (batch
-norm, residual add and ReLU fused). The heads run on the device too: the 1x1 convolutions (with
+Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
+add and ReLU, then the next layer's input transform, in one kernel: both transforms work channel
+by channel, so a work group keeps one channel's plane in local memory between them). Only the
+first layer has an in_transform launch of its own and only the last a plain out_transform_bn. The heads run on the device too: the 1x1 convolutions (with
 batch norm and ReLU) and the fully connected layers, so one batch is one upload of float32
 planes, one enqueue sequence and one read-back of [B, 363] floats (362 logits, the value before
 tanh). Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
@@ -21,21 +23,22 @@ the backend keeps one tuned shape for small batches and one for large ones.
 Half precision here means half *storage* (activations, U, V, M) with float arithmetic, which
 every OpenCL device supports through vload_half/vstore_half; it halves memory traffic.
 
-Enqueue plans: on a fast GPU the search waits on Python, not on the device. A batch is 3
-launches per 3x3 layer plus 4 for the heads (43 for 6 blocks, 127 for 20, 247 for 40), and
+Enqueue plans: on a fast GPU the search waits on Python, not on the device. A batch is 2
+launches per 3x3 layer, 1 more for the first, plus 4 for the heads (31 for 6 blocks, 87 for 20,
+167 for 40; 43, 127 and 247 before the fused transform), and
 pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every launch. So each
 batch size gets an `_EnqueuePlan`: its own `cl.Kernel` objects (a kernel object holds its
 arguments, so no two launches share one) with every argument set once, and the launch sizes
 precomputed; `submit` is then one upload, one `enqueue_nd_range_kernel` per launch and one
 read-back. The search's batch sizes change from call to call (cache hits, ramp-up), and a
-plan costs milliseconds to build (10-20 ms on an H100 for 6-20 blocks), so a batch runs as the
-next power of two of rows (`plan_rows`, zero rows padded on): a few plans serve every size.
+plan costs milliseconds to build (10-20 ms on an H100 for 6-20 blocks), so a batch runs as one
+of a few padded row counts (`plan_rows`, zero rows padded on): a few plans serve every size.
 They are kept least recently used first, dropped beyond PLAN_CACHE (their kernel objects are
 re-used for the next plan); growing the buffers drops them all. After a submit the queue is
 flushed, so the device starts at once while the search collects the next batch. Measured
 on an H100, host microseconds per submit, batch 1: 6x128 897 -> 537, 20x256 1,777 -> 1,025
-(before the padding). What is left is the NVIDIA driver's own ~8-10 us per clEnqueueNDRangeKernel (as much through ctypes with no
-event), so fewer launches, not less Python, is the next saving.
+(before the padding). What is left is the NVIDIA driver's own ~8-10 us per
+clEnqueueNDRangeKernel (as much through ctypes with no event), hence the fused transform.
 
 Hot path: `submit` -> `_enqueue`.
 """
@@ -64,16 +67,28 @@ K_MULTIPLE, C_MULTIPLE, P_MULTIPLE = 128, 32, 128  # padding that suits every sg
 SMALL_BATCH = 16
 #: Local sizes of the transform kernels (their global sizes are rounded up to these).
 TRANSFORM_LOCAL = (32, 4)
+#: Local size of out_in_transform: one work group per (board, channel), a work item per tile.
+FUSED_LOCAL = (32, 1)
 #: Enqueue plans kept, one per batch size (the search's sizes vary from batch to batch; a plan
 #: holds ~3 kernel objects per layer, so the count is bounded).
 PLAN_CACHE = 64
 
 
 def plan_rows(batch: int) -> int:
-    """The rows a batch runs as: the next power of two (zero rows padded on). The search's
-    batch sizes vary from call to call, and each size needs its own enqueue plan, whose
-    kernel objects take milliseconds to make on a 40-block net; so a few sizes serve all."""
-    return 1 << max(0, batch - 1).bit_length()
+    """The rows a batch runs as (zero rows padded on): the next power of two up to 8 and
+    beyond 64, a multiple of 8 between. The search's batch sizes vary from call to call, and
+    each size needs its own enqueue plan, whose kernel objects take milliseconds to make on a
+    40-block net; so a few sizes serve all. Between 8 and 64, where the search's batches
+    are, the finer steps keep the padding (device time spent on zero rows) under a third."""
+    if batch <= 8 or batch > 64:
+        return 1 << max(0, batch - 1).bit_length()
+    return -(-batch // 8) * 8
+
+
+def _plan_sizes(batch: int) -> list[int]:
+    """Every row count `plan_rows` gives for batches 1..batch, smallest first."""
+    sizes = {plan_rows(b) for b in range(1, plan_rows(batch) + 1)}
+    return sorted(sizes)
 
 
 class SelfCheckError(RuntimeError):
@@ -279,10 +294,8 @@ class OpenCLBackend:
         rows = plan_rows(batch_size)
         if rows > self.capacity:
             self._grow(rows)
-        size = 1
-        while size <= rows:
+        for size in _plan_sizes(rows):
             self._plan_for(size)
-            size *= 2
 
     def _program(self, params: GemmParams) -> cl.Program:
         assert K_MULTIPLE % params.mwg == 0 and C_MULTIPLE % params.kwg == 0, params
@@ -365,7 +378,9 @@ class OpenCLBackend:
         """Every launch for `batch` positions, in order: the 3x3 layers, then the heads.
 
         The block input stays in x_buf; the first conv writes t_buf, the second adds x_buf
-        back in place (out_transform_bn reads and writes each element in one work item).
+        back in place (each element is read and written by one work item). Each layer but
+        the last ends in out_in_transform, which also writes the next layer's V, so only the
+        first layer has an in_transform of its own.
         """
         params, program = self._gemm_for(batch)
         plan = _EnqueuePlan(batch, program, recycled)
@@ -374,26 +389,44 @@ class OpenCLBackend:
             layers.append((first, self.x_buf, self.t_buf, False))
             layers.append((second, self.t_buf, self.x_buf, True))
         for i, (conv, src, dst, residual) in enumerate(layers):
-            launches = self._conv3_launches(plan, params, conv, src, dst, residual, i == 0)
+            following = layers[i + 1][0] if i + 1 < len(layers) else None
+            launches = self._conv3_launches(plan, params, conv, src, dst, residual, i == 0,
+                                            following)
             plan.layers.append((launches, dst, conv.k))
         plan.heads = self._head_launches(plan)
         return plan.finish()
 
     def _conv3_launches(self, plan: _EnqueuePlan, p: GemmParams, conv: _Conv3, src, dst,
-                        residual: bool, first: bool) -> list[Launch]:
-        """One 3x3 convolution + batch norm (+ residual from dst) + ReLU: three launches."""
+                        residual: bool, first: bool, following: _Conv3 | None) -> list[Launch]:
+        """One 3x3 convolution + batch norm (+ residual from dst) + ReLU: the input transform
+        (first layer only), the sgemm, and the output transform, fused with the `following`
+        layer's input transform when there is one."""
         tiles = plan.batch * TILES
         ppad = round_up(tiles, p.nwg)
         lx, ly = TRANSFORM_LOCAL
-        return [
-            plan.launch("in_transform_input" if first else "in_transform",
-                        (round_up(ppad, lx), round_up(conv.cpad, ly)), TRANSFORM_LOCAL, src,
-                        self.v_buf, conv.c, conv.cpad, tiles, ppad),
-            plan.launch(p.kernel_name(), p.global_size(conv.kpad, ppad), p.local_size(),
-                        conv.kpad, ppad, conv.cpad, conv.u, self.v_buf, self.m_buf),
-            plan.launch("out_transform_bn", (round_up(tiles, lx), round_up(conv.k, ly)),
-                        TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale, conv.k,
-                        conv.kpad, tiles, ppad, int(residual), 1)]
+        launches = []
+        if first:
+            launches.append(plan.launch("in_transform_input",
+                                        (round_up(ppad, lx), round_up(conv.cpad, ly)),
+                                        TRANSFORM_LOCAL, src, self.v_buf, conv.c, conv.cpad,
+                                        tiles, ppad))
+        launches.append(plan.launch(p.kernel_name(), p.global_size(conv.kpad, ppad),
+                                    p.local_size(), conv.kpad, ppad, conv.cpad, conv.u,
+                                    self.v_buf, self.m_buf))
+        if following is None:
+            launches.append(plan.launch("out_transform_bn",
+                                        (round_up(tiles, lx), round_up(conv.k, ly)),
+                                        TRANSFORM_LOCAL, self.m_buf, dst, dst, conv.mean,
+                                        conv.scale, conv.k, conv.kpad, tiles, ppad,
+                                        int(residual), 1))
+            return launches
+        assert following.c == conv.k, (following.c, conv.k)
+        launches.append(plan.launch("out_in_transform",
+                                    (plan.batch * FUSED_LOCAL[0], following.cpad),
+                                    FUSED_LOCAL, self.m_buf, dst, dst, conv.mean, conv.scale,
+                                    self.v_buf, conv.k, conv.kpad, tiles, ppad,
+                                    following.cpad, int(residual)))
+        return launches
 
     def _head_launches(self, plan: _EnqueuePlan) -> list[Launch]:
         """The heads' 1x1 convolutions (into head_buf), then the three FC layers."""
