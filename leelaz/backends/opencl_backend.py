@@ -10,10 +10,10 @@ lazily (self-check only).
 Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
 add and ReLU, then the next layer's input transform, in one kernel: both transforms work channel
 by channel, so a work group keeps one channel's plane in local memory between them). Only the
-first layer has an in_transform launch of its own and only the last a plain out_transform_bn. The heads run on the device too: the 1x1 convolutions (with
-batch norm and ReLU) and the fully connected layers, so one batch is one upload of float32
-planes, one enqueue sequence and one read-back of [B, 363] floats (362 logits, the value before
-tanh). Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
+first layer has an in_transform launch of its own and only the last a plain out_transform_bn.
+The heads run on the device too: the 1x1 convolutions (with batch norm and ReLU) and the fully
+connected layers, so one batch is one upload of float32 planes, one enqueue sequence and one
+read-back of [B, 363] floats (362 logits, the value before tanh). Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
 back the tower output halved the throughput (4,740 -> 2,369 evals/s); moving the FC layers
 from NumPy onto the device took it from 4,740 to 5,240 evals/s.
 
@@ -70,7 +70,7 @@ TRANSFORM_LOCAL = (32, 4)
 #: Local size of out_in_transform: one work group per (board, channel), a work item per tile.
 FUSED_LOCAL = (32, 1)
 #: Enqueue plans kept, one per batch size (the search's sizes vary from batch to batch; a plan
-#: holds ~3 kernel objects per layer, so the count is bounded).
+#: holds ~2 kernel objects per layer, so the count is bounded).
 PLAN_CACHE = 64
 
 
@@ -79,7 +79,7 @@ def plan_rows(batch: int) -> int:
     beyond 64, a multiple of 8 between. The search's batch sizes vary from call to call, and
     each size needs its own enqueue plan, whose kernel objects take milliseconds to make on a
     40-block net; so a few sizes serve all. Between 8 and 64, where the search's batches
-    are, the finer steps keep the padding (device time spent on zero rows) under a third."""
+    are, the finer steps pad at most 7 rows (device time spent on zeros), not up to 31."""
     if batch <= 8 or batch > 64:
         return 1 << max(0, batch - 1).bit_length()
     return -(-batch // 8) * 8
