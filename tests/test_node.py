@@ -270,9 +270,66 @@ def test_root_selector_chooses_exactly_like_select_child(seed, reused):
         if rng.random() < 0.05:  # time management prunes / unprunes a child
             victim = rng.choice(root.children)
             victim.status = PRUNED if victim.status == ACTIVE else ACTIVE
+            selector.forget_scores()  # as the search does before each collection
         if rng.random() < 0.05:
             for c in root.children:
                 if c.virtual_loss:
                     c.virtual_loss = 0
                     c.update(0.5)
                     root.update(0.5)
+
+
+@pytest.mark.parametrize("seed", [6, 7, 8])
+def test_root_selector_keeps_exact_scores_through_a_collection(seed):
+    """The search's pattern: batches of descents with one colour, each leaving virtual loss
+    on its child (or taking it off again after a collision, or backing up a terminal value at
+    once), then the batch's backups, pruning and forget_scores. The selector's kept scores
+    must choose exactly what the plain loop chooses at every descent."""
+    import random
+
+    from leelaz.game.coords import ALL_VERTICES
+    from leelaz.search.node import RootSelector
+
+    rng = random.Random(seed)
+    moves = list(ALL_VERTICES[:90])
+    pol = np.zeros(362, dtype=np.float32)
+    for i in range(90):
+        pol[i] = rng.choice([0.002, 0.01, 0.05, rng.random() / 10])
+    root = UCTNode()
+    root.create_children(moves, pol, True, 0.45)
+    root.inflate_all()
+    root.update(0.45)
+    selector = RootSelector(root)
+    color, vl = WHITE, 3
+    checked = 0
+    for _ in range(60):
+        selector.forget_scores()
+        pending = []
+        for _ in range(rng.randrange(1, 40)):
+            expected = root.select_child(color, 0.25, C_PUCT, LOG_PUCT, LOG_CONST)
+            got = selector.select(root, color, 0.25, C_PUCT, LOG_PUCT, LOG_CONST)
+            assert got is expected
+            checked += 1
+            if got is None:
+                break
+            roll = rng.random()
+            if roll < 0.1:  # a collision: the virtual loss comes straight off again
+                continue
+            if roll < 0.15:  # a terminal position: backed up during the collection
+                value = rng.choice([0.0, 1.0])
+                got.update(value)
+                root.update(value)
+                continue
+            got.virtual_loss += vl
+            pending.append(got)
+        reexpansions = rng.random() < 0.2  # a batch that brings back no value at all
+        for c in pending:  # the batch comes back
+            c.virtual_loss -= vl
+            if not reexpansions:
+                value = rng.random()
+                c.update(value)
+                root.update(value)
+        if rng.random() < 0.3:  # time management (un)prunes between batches
+            victim = rng.choice(root.children)
+            victim.status = PRUNED if victim.status == ACTIVE else ACTIVE
+    assert checked > 500

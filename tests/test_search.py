@@ -530,26 +530,6 @@ def test_result_best_and_pv_follow_lz_order_even_in_snapshots():
     assert SearchResult(color=BLACK, move_num=0).pv == []
 
 
-def test_legal_points_equal_the_rules_legal_moves():
-    """The search's vectorised legal points are GameState.legal_moves, over random games
-    that reach captures, kos and suicide points (both colours, every move)."""
-    from leelaz.search.search import legal_points
-    rng = np.random.default_rng(5)
-    checked_ko = 0
-    for _ in range(3):
-        state = GameState()
-        for _ in range(400):
-            for color in (BLACK, WHITE):
-                assert legal_points(state, color).tolist() == state.legal_moves(color)
-            checked_ko += bool(state.board.ko_move)
-            moves = state.legal_moves(state.to_move)
-            if not moves:
-                break
-            state.play(state.to_move, int(rng.choice(moves)))
-    assert checked_ko > 0
-
-
-# ------------------------------------------------------------------ positions kept on nodes
 def _tree_signature(search: UCTSearch) -> list:
     return [(n.move, n.visits, n.black_wins, n.status, len(n.children)) for n in walk(search.root)]
 

@@ -143,12 +143,13 @@ class UCTNode:
         number of children created (LZ's node count).
         """
         # NumPy does the per-candidate work (gather, renormalise, sort): ~360 entries per leaf.
+        # The sum runs in float32 in candidate order, as Leela Zero's loop adds them up.
         moves = np.asarray(candidates, dtype=np.int16)
         if allow_pass:
             moves = np.concatenate((moves, _PASS_ONLY))
         pol = np.asarray(policy, dtype=np.float32)
         priors = pol[_POLICY_SLOT[moves]]
-        total = priors.sum(dtype=np.float32)
+        total = np.cumsum(priors, dtype=np.float32)[-1] if len(priors) else np.float32(0.0)
         if total > FLT_MIN:
             priors /= total
         elif len(priors):
@@ -186,6 +187,17 @@ class UCTNode:
             self.expanded = True
         self.psa_ratio = min_psa_ratio if skipped else 0.0
         return added
+
+    def adopt_children(self, moves: array, priors: array, net_eval_black: float) -> None:
+        """Take children made for this leaf elsewhere (expansion.expand_batch): compact arrays
+        already renormalised and sorted as `create_children` would have them."""
+        self.net_eval = net_eval_black
+        self.expanded = True
+        self.psa_ratio = 0.0
+        if moves:
+            self._moves = moves
+            self._priors = priors
+            self.children = []
 
     def children_moves(self) -> list[int]:
         """Vertices of all children (inflated or not), in order."""
@@ -327,7 +339,7 @@ def node_less(a: UCTNode, b: UCTNode, color: int, threshold: float) -> bool:
 
 
 class RootSelector:
-    """PUCT selection at the root without scoring every untouched child (hot path).
+    """PUCT selection at the root without scoring every child at every selection (hot path).
 
     The root has all its children inflated (often 300+), and most of them have never been
     selected: no visits and no pending virtual loss. All of those score FPU + U(prior), so the
@@ -341,9 +353,18 @@ class RootSelector:
     root and one of its children, so Npar (the valid children's visits) stays root visits minus
     a constant; Pv (the visited children's prior mass) changes only when a child gets its first
     visit, and is then summed again in child order, so it is the same float as a recount.
+
+    The touched children's scores are kept too. Between the descents that collect one batch,
+    the only root child whose score can change is the one selected last (its virtual loss
+    goes on, or off again after a collision), so only that one is scored again, and the best
+    is a C-level max. A backup during the collection (a terminal leaf) changes the root's
+    visits, which rescores everything. The search calls `forget_scores` before each
+    collection: in between, backups, re-expansions and time management's pruning change
+    children that were not selected last.
     """
 
-    __slots__ = ("touched", "untouched", "start", "offset", "fresh", "policy")
+    __slots__ = ("touched", "untouched", "start", "offset", "fresh", "policy", "scores",
+                 "scored_for", "last", "terms")
 
     def __init__(self, root: UCTNode):
         touched = []
@@ -361,6 +382,10 @@ class RootSelector:
         self.offset = root.visits - valid  # Npar = root.visits - offset
         self.fresh = [c for _, c in touched if not c.visits]  # touched, not visited yet
         self.policy = self._visited_policy()  # Pv
+        self.scores: list[float] = []  # score of each touched child, -inf if not ACTIVE
+        self.scored_for = None  # the arguments and root visits the scores were made for
+        self.last = -1  # index in touched of the child selected last
+        self.terms = (0.0, 0.0, 0.0, False)  # fpu, c_puct * numerator, reduction, white
 
     def _visited_policy(self) -> float:
         total = 0.0
@@ -368,6 +393,27 @@ class RootSelector:
             if c.visits and c.status != INVALID:
                 total += c.prior
         return total
+
+    def forget_scores(self) -> None:
+        """Score every touched child again at the next selection."""
+        self.scored_for = None
+
+    def _score(self, c: UCTNode) -> float:
+        """select_child's score of one touched child (-inf when it is not ACTIVE)."""
+        if c.status:
+            return _NOT_ACTIVE
+        fpu, cn, fpu_reduction, white = self.terms
+        n = c.visits
+        vl = c.virtual_loss
+        if n:
+            q = (c.black_wins + (vl if white else 0)) / (n + vl)
+            if white:
+                q = 1.0 - q
+        elif vl:
+            q = -1.0 - fpu_reduction
+        else:
+            q = fpu
+        return q + cn * c.prior / (1 + n)
 
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
                log_puct: float, log_const: float) -> UCTNode | None:
@@ -378,36 +424,29 @@ class RootSelector:
                 self.fresh = [c for c in fresh if not c.visits]
                 self.policy = self._visited_policy()
                 break
-        parent_visits = node.visits - self.offset
-        visited_policy = self.policy
-        numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
-        cn = c_puct * numerator
-        fpu = node.net_eval if color == BLACK else 1.0 - node.net_eval
-        fpu -= fpu_reduction * math.sqrt(visited_policy)
-        white = color == WHITE
+        scores = self.scores
+        key = (node.visits, color, fpu_reduction, c_puct, log_puct, log_const, node.net_eval)
+        if key != self.scored_for:
+            parent_visits = node.visits - self.offset
+            numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+            fpu = node.net_eval if color == BLACK else 1.0 - node.net_eval
+            fpu -= fpu_reduction * math.sqrt(self.policy)
+            self.terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
+            score = self._score
+            scores[:] = [score(c) for _, c in touched]
+            self.scored_for = key
+        elif self.last >= 0:
+            scores[self.last] = self._score(touched[self.last][1])
+        fpu, cn = self.terms[0], self.terms[1]
         best = None
         best_i = -1
         best_score = -1e300
-        # The scoring below repeats UCTNode.select_child's on purpose: a shared helper would
-        # cost a Python call per child on the hottest loop of the search.
-        for i, c in touched:
-            if c.status:
-                continue
-            n = c.visits
-            vl = c.virtual_loss
-            if n:
-                q = (c.black_wins + (vl if white else 0)) / (n + vl)
-                if white:
-                    q = 1.0 - q
-            elif vl:
-                q = -1.0 - fpu_reduction
-            else:
-                q = fpu
-            score = q + cn * c.prior / (1 + n)
-            if score > best_score:
-                best_score = score
-                best = c
-                best_i = i
+        if scores:
+            k = max(range(len(scores)), key=scores.__getitem__)  # the first of the best
+            if scores[k] > best_score:
+                best_i, best = touched[k]
+                best_score = scores[k]
+                self.last = k
         untouched = self.untouched
         k = self.start
         while k < len(untouched) and untouched[k][2].status:  # skip PRUNED ones
@@ -420,7 +459,14 @@ class RootSelector:
                     self.start += 1
                 else:
                     del untouched[k]
-                bisect.insort(touched, (i, c), key=lambda t: t[0])
+                at = bisect.bisect(touched, i, key=lambda t: t[0])
+                touched.insert(at, (i, c))
+                scores.insert(at, score)
+                self.last = at
                 self.fresh.append(c)
                 return c
         return best
+
+
+#: The score of a touched root child that may not be selected (PRUNED or INVALID).
+_NOT_ACTIVE = float("-inf")

@@ -33,11 +33,10 @@ import sys
 import time
 from typing import Callable, Protocol, Sequence
 
-import numpy as np
-
-from leelaz.game.coords import BLACK, EMPTY, PASS, STRIDE, gtp_vertex
+from leelaz.game.coords import BLACK, PASS, gtp_vertex
 from leelaz.search import stats, timemanage
 from leelaz.search.choose import choose_move
+from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
 from leelaz.search.node import ACTIVE, INVALID, PRUNED, RootSelector, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
@@ -367,6 +366,7 @@ class UCTSearch:
         vl = self.params.virtual_loss
         leaves = []
         deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
+        self._root_selector.forget_scores()  # the last batch's backups changed the children
         attempts = done = 0
         while len(leaves) < limit and attempts < 2 * limit:
             attempts += 1
@@ -417,14 +417,37 @@ class UCTSearch:
         per_leaf = pending.seconds / len(leaves)
         self._leaf_seconds = per_leaf if not self._leaf_seconds else \
             0.8 * self._leaf_seconds + 0.2 * per_leaf
-        for (path, st, kind), ev in zip(leaves, evals):
-            value = self._expand(path[-1], st, ev, ratio)
+        restrictions = self._restrictions
+        if ratio <= 0.0 and (restrictions is None or not restrictions.has_move_restrictions):
+            values = self._expand_leaves(leaves, evals)
+        else:  # memory pressure or restricted moves: the general expansion, one at a time
+            values = [self._expand(path[-1], st, ev, ratio)
+                      for (path, st, _), ev in zip(leaves, evals)]
+        for (path, _, kind), value in zip(leaves, values):
             if kind == _LEAF:
                 _backup(path, value, vl)
                 self.playouts += 1
             else:  # LZ goes on down from a re-expanded node; we let the next playout do so
                 for node in path:
                     node.virtual_loss -= vl
+
+    def _expand_leaves(self, leaves, evals) -> list[float]:
+        """Expand a batch with no memory pressure and no move restrictions: new leaves all
+        together (expansion.expand_batch, hot path), re-expansions one at a time."""
+        fresh = [i for i, (_, _, kind) in enumerate(leaves) if kind == _LEAF]
+        values: list[float] = [0.0] * len(leaves)
+        if fresh:
+            got, made = expand_batch([leaves[i][0][-1] for i in fresh],
+                                     [leaves[i][1] for i in fresh], [evals[i] for i in fresh],
+                                     self.params.dumbpass)
+            self.nodes += made
+            for i, value in zip(fresh, got):
+                values[i] = value
+        if len(fresh) < len(leaves):
+            for i, ((path, st, kind), ev) in enumerate(zip(leaves, evals)):
+                if kind != _LEAF:
+                    values[i] = self._expand(path[-1], st, ev)
+        return values
 
     def _min_psa_ratio(self) -> float:
         """How much of each expansion to keep as the tree fills its memory (LZ's
@@ -513,10 +536,7 @@ class UCTSearch:
             mn = st.move_num
             allowed = restrictions.is_allowed
             candidates = [v for v in candidates.tolist() if allowed(color, v, mn)]
-        allow_pass = self.params.dumbpass or len(candidates) <= 19
-        if not allow_pass and stm > 0.8:
-            score = st.final_score()
-            allow_pass = (score if color == BLACK else -score) >= 0
+        allow_pass = pass_allowed(st, len(candidates), stm, self.params.dumbpass)
         self.nodes += node.create_children(candidates, ev.policy, allow_pass, black,
                                            min_psa_ratio)
         return black
@@ -721,29 +741,6 @@ def _kept_boards(root: UCTNode) -> int:
             if c.visits:
                 stack.append(c)
     return count
-
-
-def legal_points(state, color: int) -> np.ndarray:
-    """GameState.legal_moves(color) as an int16 array, vectorised for the hot path (one call
-    per expansion): a point with an empty neighbour is legal unless it is the ko point; only
-    the few points without one get the board's own suicide test. Works on the mailbox rows
-    between the borders, so the result comes out sorted without a sort."""
-    board = state.board
-    empty = np.frombuffer(board.square, dtype=np.uint8) == EMPTY  # the border is never EMPTY
-    inner = empty[STRIDE:-STRIDE]
-    free = (empty[:-2 * STRIDE] | empty[2 * STRIDE:] | empty[STRIDE - 1:-STRIDE - 1]
-            | empty[STRIDE + 1:len(empty) - STRIDE + 1])
-    legal = inner & free
-    ko = board.ko_move
-    if ko:
-        legal[ko - STRIDE] = False
-    crowded = np.flatnonzero(inner > free).tolist()  # empty, no empty neighbour
-    if crowded:
-        suicide = board.is_suicide
-        for i in crowded:
-            v = i + STRIDE
-            legal[i] = v != ko and not suicide(color, v)
-    return (np.flatnonzero(legal) + STRIDE).astype(np.int16)
 
 
 def _to_move(state, color: int):

@@ -1,0 +1,136 @@
+"""Expanding leaves: their legal points, and the children of a whole batch at once.
+
+Owns: `legal_points` (one position's legal moves, as the search needs them) and
+`expand_batch` (create the children of every leaf of an evaluated batch). Imports: numpy,
+game.coords, search.node.
+
+Why a batch: expanding one leaf is a dozen small numpy calls (legal points, gather the policy,
+renormalise, sort), each costing more in call overhead than in arithmetic. Done for the 32
+leaves of a batch together, the same dozen calls serve all of them, and the search's Python
+time per playout drops by about a third on small networks, where that time is the limit.
+The result is exactly `UCTNode.create_children` on each leaf (tested), so the search does
+not change; only the memory-pressure and move-restriction cases still go one leaf at a time.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from leelaz.game.coords import BLACK, BOARD_SIZE, EMPTY, NUM_VERTICES, PASS, STRIDE
+from leelaz.search.node import FLT_MIN
+
+#: A leaf may pass when it has at most this many legal points (LZ: "pass only when few moves
+#: are left"), or when it is winning on the board anyway.
+FEW_MOVES = 19
+#: ... "winning" meaning the network gives the side to move more than this.
+PASS_WINRATE = 0.8
+
+#: The legal-point arrays below cover the mailbox rows between the borders.
+_INNER = NUM_VERTICES - 2 * STRIDE
+#: The inner index of each policy slot's point (slot = y * 19 + x).
+_INNER_OF_SLOT = np.array([y * STRIDE + x + 1 for y in range(BOARD_SIZE) for x in range(BOARD_SIZE)],
+                          dtype=np.intp)
+_POINTS = len(_INNER_OF_SLOT)  # 361; slot 361 is pass
+#: The vertex of each slot, pass last.
+_VERTEX_OF_SLOT = np.append(_INNER_OF_SLOT + STRIDE, PASS).astype(np.int16)
+#: Ties on the prior go to the higher vertex, and pass is the lowest vertex (-1): a rank per
+#: slot that orders them the same way (pass 0, the points 1..361 in vertex order).
+_TIE_RANK = np.append(np.arange(1, _POINTS + 1), 0).astype(np.int64)
+_RANK_BITS = 9
+_RANK_MASK = (1 << _RANK_BITS) - 1
+#: The vertex of each rank.
+_VERTEX_OF_RANK = np.append(PASS, _VERTEX_OF_SLOT[:_POINTS]).astype(np.int16)
+
+
+def _legal_inner(boards, colors) -> np.ndarray:
+    """bool [n, _INNER]: each board's legal points for its colour, indexed by vertex - STRIDE.
+
+    A point with an empty neighbour is legal unless it is the ko point; only the few points
+    without one get the board's own suicide test (hot path: one call per batch)."""
+    n = len(boards)
+    empty = np.frombuffer(b"".join([b.square for b in boards]), dtype=np.uint8)
+    empty = empty.reshape(n, NUM_VERTICES) == EMPTY  # the border is never EMPTY
+    inner = empty[:, STRIDE:-STRIDE]
+    free = (empty[:, :-2 * STRIDE] | empty[:, 2 * STRIDE:] | empty[:, STRIDE - 1:-STRIDE - 1]
+            | empty[:, STRIDE + 1:NUM_VERTICES - STRIDE + 1])
+    legal = inner & free
+    kos = [b.ko_move for b in boards]
+    for row, ko in enumerate(kos):
+        if ko:
+            legal[row, ko - STRIDE] = False
+    rows, points = np.nonzero(inner > free)  # empty, no empty neighbour
+    for row, i in zip(rows.tolist(), points.tolist()):
+        v = i + STRIDE
+        legal[row, i] = v != kos[row] and not boards[row].is_suicide(colors[row], v)
+    return legal
+
+
+def legal_points(state, color: int) -> np.ndarray:
+    """GameState.legal_moves(color) as a sorted int16 array (hot path: the root's expansion
+    and any leaf expanded on its own)."""
+    legal = _legal_inner([state.board], [color])[0]
+    return (np.flatnonzero(legal) + STRIDE).astype(np.int16)
+
+
+def pass_allowed(state, legal_count: int, winrate: float, dumbpass: bool) -> bool:
+    """May a leaf have pass among its children? Always with --dumbpass; otherwise only when
+    few moves are left, or when the side to move (network `winrate`) would win by passing."""
+    if dumbpass or legal_count <= FEW_MOVES:
+        return True
+    if winrate <= PASS_WINRATE:
+        return False
+    score = state.final_score()
+    return (score if state.to_move == BLACK else -score) >= 0
+
+
+def expand_batch(nodes, states, evals, dumbpass: bool) -> tuple[list[float], int]:
+    """Give every leaf `nodes[i]` (position `states[i]`, evaluation `evals[i]`) its children,
+    exactly as `create_children` with no memory pressure would. Returns each leaf's value
+    from Black's side and the number of children made.
+
+    Hot path: one pass over the whole batch. The priors are renormalised with a running
+    float32 sum in vertex order, pass last (Leela Zero's loop), and sorted by (prior,
+    vertex) descending through one integer key: a non-negative float's bits order as it does.
+    """
+    n = len(nodes)
+    colors = [st.to_move for st in states]
+    winrates = [float(ev.winrate) for ev in evals]
+    legal = _legal_inner([st.board for st in states], colors)
+    mask = np.empty((n, _POINTS + 1), dtype=bool)
+    mask[:, :_POINTS] = legal[:, _INNER_OF_SLOT]
+    counts = mask[:, :_POINTS].sum(axis=1).tolist()
+    for i, count in enumerate(counts):
+        allow = pass_allowed(states[i], count, winrates[i], dumbpass)
+        mask[i, _POINTS] = allow
+        counts[i] = count + allow
+    policies = np.concatenate([ev.policy for ev in evals]).reshape(n, _POINTS + 1)
+    priors = np.where(mask, policies, np.float32(0.0))
+    totals = np.cumsum(priors, axis=1, dtype=np.float32)[:, -1]
+    uniform = totals <= FLT_MIN
+    if uniform.any():
+        for i in np.flatnonzero(uniform).tolist():
+            if counts[i]:
+                priors[i] = np.where(mask[i], np.float32(1.0 / counts[i]), np.float32(0.0))
+        totals[uniform] = 1.0
+    priors /= totals[:, None]
+    # The key holds the prior's bits (plus one, so that an illegal entry, 0, sorts below a
+    # legal prior of 0) and the slot's tie rank: sorting the keys themselves (much faster
+    # than an argsort) gives the order and, decoded, the moves and priors.
+    keys = ((priors.view(np.int32).astype(np.int64) + mask) << _RANK_BITS) | _TIE_RANK
+    keys.sort(axis=1)
+    keys = keys[:, ::-1]  # descending: the legal entries first
+    move_bytes = _VERTEX_OF_RANK[keys & _RANK_MASK].tobytes()
+    prior_bytes = ((keys >> _RANK_BITS) - 1).astype(np.int32).view(np.float32).tobytes()
+    row_moves = 2 * (_POINTS + 1)
+    row_priors = 4 * (_POINTS + 1)
+    values = []
+    for i, node in enumerate(nodes):
+        black = winrates[i] if colors[i] == BLACK else 1.0 - winrates[i]
+        start_m = i * row_moves
+        start_p = i * row_priors
+        node.adopt_children(array("h", move_bytes[start_m:start_m + 2 * counts[i]]),
+                            array("f", prior_bytes[start_p:start_p + 4 * counts[i]]), black)
+        values.append(black)
+    return values, sum(counts)
