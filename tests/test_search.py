@@ -115,17 +115,31 @@ class InFlightWatch(AsyncHashEvaluator):
 
 @pytest.mark.parametrize("pipelined", [False, True])
 def test_leaves_in_flight_ramp_up_with_the_tree(pipelined):
-    """At most max(1, root visits / visits_per_pending_leaf) leaves wait for the network at
-    once, so a batch of 32 does not make a 200-visit search blind; the cap then lets the full
-    batch (two of them when pipelined) through."""
+    """At most max(10, root visits / visits_per_pending_leaf) leaves wait for the network at
+    once, so a batch of 32 does not make a 200-visit search blind (10 being Leela Zero's
+    default number of playouts in flight); the cap then lets the full batch (two of them when
+    pipelined) through."""
     ev = InFlightWatch(pipelined)
-    search, _ = make_search(ev, batch_size=32, max_visits=1500, visits_per_pending_leaf=16)
+    search, _ = make_search(ev, batch_size=32, max_visits=1500, visits_per_pending_leaf=16,
+                            min_pending_leaves=10)
     ev.search = search
     search.think(GameState(), BLACK, time_limit_cs=100000)
-    assert ev.seen[0] == (1, 1)  # the root's first expansion, then one leaf at a time
+    assert ev.seen[0] == (10, 1)  # ten leaves at once from the first visit on
     for waiting, visits in ev.seen[1:]:
-        assert waiting <= max(1, visits // 16), (waiting, visits)
+        assert waiting <= max(10, visits // 16), (waiting, visits)
+    assert max(waiting for waiting, visits in ev.seen if visits < 160) == 10
     assert max(waiting for waiting, _ in ev.seen) == (64 if pipelined else 32)
+
+
+def test_leaves_in_flight_start_at_one_without_a_floor():
+    """With min_pending_leaves=1 the ramp starts from a single leaf at a time."""
+    ev = InFlightWatch(True)
+    search, _ = make_search(ev, batch_size=32, max_visits=400, visits_per_pending_leaf=16,
+                            min_pending_leaves=1)
+    ev.search = search
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    for waiting, visits in ev.seen:
+        assert waiting <= max(1, visits // 16), (waiting, visits)
     assert_no_pending_virtual_loss(search)
 
 

@@ -47,8 +47,8 @@ from array import array
 
 from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, INVAL, NO_VERTEX, NUM_INTERSECTIONS,
                                 NUM_VERTICES, PASS, STRIDE, WHITE, Color, Vertex, on_board)
-from leelaz.game.zobrist import (BLACK_TO_MOVE, HASH_INIT, STONE_DELTA, ZOBRIST, ZOBRIST_KO,
-                                 ZOBRIST_PASS, ZOBRIST_PRIS)
+from leelaz.game.zobrist import (BLACK_TO_MOVE, HASH_INIT, STONE_DELTA, SYM_STONE_DELTA, ZOBRIST,
+                                 ZOBRIST_KO, ZOBRIST_PASS, ZOBRIST_PRIS)
 
 #: Consecutive passes are counted up to this (LZ caps the counter, and the pass keys, at 4).
 MAX_PASSES = 4
@@ -92,7 +92,7 @@ class Board:
 
     __slots__ = ("square", "next", "parent", "libs", "stones", "empty", "empty_idx",
                  "empty_cnt", "prisoners", "to_move", "hash", "ko_hash", "ko_move", "passes",
-                 "last_move")
+                 "last_move", "sym_stones")
 
     def __init__(self) -> None:
         self.square = _EMPTY_SQUARE[:]      # colour per vertex: BLACK/WHITE/EMPTY, INVAL border
@@ -109,6 +109,7 @@ class Board:
         self.passes = 0                     # consecutive passes, capped at MAX_PASSES
         self.last_move = NO_VERTEX          # last move played (PASS possible), 0 before any
         self.ko_hash = _EMPTY_KO_HASH       # stones only (positional superko)
+        self.sym_stones = 0                 # the stones' terms of the 8 symmetric hashes, packed
         self.hash = self.calc_hash()        # stones, prisoners, side to move, ko, passes
 
     def copy(self) -> Board:
@@ -126,6 +127,7 @@ class Board:
         b.to_move = self.to_move
         b.hash = self.hash
         b.ko_hash = self.ko_hash
+        b.sym_stones = self.sym_stones
         b.ko_move = self.ko_move
         b.passes = self.passes
         b.last_move = self.last_move
@@ -201,6 +203,7 @@ class Board:
         delta = STONE_DELTA[color][v]
         self.hash ^= delta
         self.ko_hash ^= delta
+        self.sym_stones ^= SYM_STONE_DELTA[color][v]
         square[v] = color
         parent[v] = v
         self.next[v] = v
@@ -297,13 +300,16 @@ class Board:
         color = square[start]
         other = 1 - color
         delta = STONE_DELTA[color]
+        sym_delta = SYM_STONE_DELTA[color]
         h = 0
+        sym = 0
         removed = 0
         pos = start
         while True:
             square[pos] = EMPTY
             parent[pos] = NO_VERTEX
             h ^= delta[pos]
+            sym ^= sym_delta[pos]
             empty_idx[pos] = cnt
             empty[cnt] = pos
             cnt += 1
@@ -326,6 +332,7 @@ class Board:
         self.empty_cnt = cnt
         self.hash ^= h
         self.ko_hash ^= h
+        self.sym_stones ^= sym
         return removed
 
     # ------------------------------------------------------------------ queries

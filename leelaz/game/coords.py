@@ -55,6 +55,18 @@ def opponent(color: Color) -> Color:
     return 1 - color
 
 
+def symmetric_xy(x: int, y: int, s: int) -> tuple[int, int]:
+    """(x, y) under board symmetry s, 0..7, numbered as Leela Zero numbers them
+    (Network::get_symmetry): if s & 4 swap x and y; if s & 2 mirror x; if s & 1 mirror y."""
+    if s & 4:
+        x, y = y, x
+    if s & 2:
+        x = BOARD_SIZE - 1 - x
+    if s & 1:
+        y = BOARD_SIZE - 1 - y
+    return x, y
+
+
 def vertex(x: int, y: int) -> Vertex:
     """Mailbox vertex of the point in column x, row y (both 0-based, A1 = (0, 0))."""
     return (y + 1) * STRIDE + (x + 1)

@@ -11,7 +11,7 @@ The generator is also what the search uses for `-s SEED` (random symmetries, ran
 
 from __future__ import annotations
 
-from leelaz.game.coords import NUM_VERTICES
+from leelaz.game.coords import ALL_VERTICES, NUM_VERTICES, STRIDE, symmetric_xy
 
 MASK64 = (1 << 64) - 1
 
@@ -84,3 +84,22 @@ ZOBRIST, ZOBRIST_KO, ZOBRIST_PRIS, ZOBRIST_PASS = _draw_tables()
 #: STONE_DELTA[colour][v] = ZOBRIST[EMPTY][v] ^ ZOBRIST[colour][v]: one XOR turns an empty
 #: point into a stone of that colour (or back), in both the full hash and the ko-hash.
 STONE_DELTA = [[e ^ s for e, s in zip(ZOBRIST[2], ZOBRIST[c])] for c in (0, 1)]
+
+
+def _packed_symmetric_deltas() -> list[list[int]]:
+    """SYM_STONE_DELTA[colour][v]: STONE_DELTA[colour][T_s(v)] for the 8 symmetries s, packed
+    into one int (bits 64s..64s+63). A board XORs these as it XORs STONE_DELTA, so it carries
+    the stone terms of all 8 symmetric hashes at the cost of one big-int XOR per stone; the
+    network's cache looks positions up under their mirrors early in the game (doc 3.9)."""
+    packed = [[0] * NUM_VERTICES for _ in (0, 1)]
+    for v in ALL_VERTICES:
+        x, y = v % STRIDE - 1, v // STRIDE - 1
+        for s in range(8):
+            sx, sy = symmetric_xy(x, y, s)
+            t = (sy + 1) * STRIDE + sx + 1
+            for c in (0, 1):
+                packed[c][v] |= STONE_DELTA[c][t] << (64 * s)
+    return packed
+
+
+SYM_STONE_DELTA = _packed_symmetric_deltas()

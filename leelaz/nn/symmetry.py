@@ -15,23 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.game.coords import (ALL_VERTICES, BLACK, BOARD_SIZE, EMPTY, NUM_INTERSECTIONS, WHITE,
-                               vertex_from_index)
+from leelaz.game.coords import (ALL_VERTICES, BLACK, BOARD_SIZE, EMPTY, NUM_INTERSECTIONS,
+                               symmetric_xy, vertex_from_index)
 from leelaz.game.zobrist import BLACK_TO_MOVE, HASH_INIT, ZOBRIST, ZOBRIST_KO, ZOBRIST_PRIS
 
 NUM_SYMMETRIES = 8
 IDENTITY = 0
-
-
-def symmetric_xy(x: int, y: int, s: int) -> tuple[int, int]:
-    """(x, y) under symmetry s (LZ's Network::get_symmetry)."""
-    if s & 4:
-        x, y = y, x
-    if s & 2:
-        x = BOARD_SIZE - 1 - x
-    if s & 1:
-        y = BOARD_SIZE - 1 - y
-    return x, y
 
 
 def _table() -> np.ndarray:
@@ -135,19 +124,8 @@ def symmetry_hashes(board, symmetries=_MIRRORS) -> list[int]:
 
 # The hashes from the stones alone. XOR is its own inverse, so the hash of the position under s
 # is the empty board's (the same for every s: T_s only permutes the points) XOR, per stone,
-# ZOBRIST[colour][T_s(v)] ^ ZOBRIST[EMPTY][T_s(v)]: early in the game, when the cache is probed
-# with the mirrors, that is a few dozen keys per position instead of 361.
-#: Mailbox slots gathered per board: the 361 points, then slot 0 (a border, INVAL, never EMPTY)
-#: so that every board has at least one entry and reduceat never meets an empty segment.
-_SLOTS = np.append(_VERTS, 0)
-_WIDTH = len(_SLOTS)  # 362
-#: _STONE_KEYS[colour * 362 + idx][s]: what a stone of that colour at idx adds under s (0 for
-#: the border slot).
-_STONE_KEYS = np.zeros((4 * _WIDTH, NUM_SYMMETRIES), dtype=np.uint64)
-for _c in (BLACK, WHITE):
-    _STONE_KEYS[_c * _WIDTH:_c * _WIDTH + NUM_INTERSECTIONS] = \
-        (_SYM_KEYS[:, _c] ^ _SYM_KEYS[:, EMPTY]).T
-del _c
+# ZOBRIST[colour][T_s(v)] ^ ZOBRIST[EMPTY][T_s(v)]. Each board keeps the XOR of those stone
+# terms for all 8 s as it plays (Board.sym_stones, packed 64 bits per symmetry).
 #: HASH_INIT and every empty point: the hash of an empty position before the other terms.
 _EMPTY_POINTS = HASH_INIT ^ int(np.bitwise_xor.reduce(_ZOB[EMPTY, _VERTS]))
 #: _KO_KEYS[ko][s]: the ko term of the position under s.
@@ -158,20 +136,18 @@ def symmetry_hashes_batch(boards) -> list[list[int]]:
     """`symmetry_hash(board, s)` for every board and all 8 s: hashes[i][s].
 
     Hot path: the cache probes the 7 mirrors of every new leaf early in the game (doc 3.9).
-    One join, one gather of the colours, one of the stones' keys and one segmented XOR for
-    the whole batch; only each board's prisoner and side terms are looked up in Python."""
+    The stones' terms come packed from each board (`sym_stones`), so the batch is one join
+    of their bytes and three XORs: the empty points and side terms, and the ko point's."""
     n = len(boards)
     if not n:
         return []
-    mailboxes = np.frombuffer(b"".join([b.square for b in boards]), dtype=np.uint8)
-    colours = mailboxes.reshape(n, -1)[:, _SLOTS]
-    rows, points = np.nonzero(colours != EMPTY)  # stones and the border sentinels
-    keys = _STONE_KEYS[colours[rows, points] * np.intp(_WIDTH) + points]
-    hashes = np.bitwise_xor.reduceat(keys, np.searchsorted(rows, np.arange(n)), axis=0)
+    width = 8 * NUM_SYMMETRIES
+    hashes = np.frombuffer(b"".join([b.sym_stones.to_bytes(width, "little") for b in boards]),
+                           dtype="<u8").reshape(n, NUM_SYMMETRIES)
     black, white = ZOBRIST_PRIS
-    hashes ^= np.array([_EMPTY_POINTS ^ black[b.prisoners[0]] ^ white[b.prisoners[1]]
-                        ^ (BLACK_TO_MOVE if b.to_move == BLACK else 0) for b in boards],
-                       dtype=np.uint64)[:, None]
+    hashes = hashes ^ np.array([_EMPTY_POINTS ^ black[b.prisoners[0]] ^ white[b.prisoners[1]]
+                                ^ (BLACK_TO_MOVE if b.to_move == BLACK else 0) for b in boards],
+                               dtype=np.uint64)[:, None]
     hashes ^= _KO_KEYS[[b.ko_move for b in boards]]
     return hashes.tolist()
 

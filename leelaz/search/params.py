@@ -51,10 +51,12 @@ class SearchParams:
 
     # --- Python specifics ---
     batch_size: int = 8  # leaves collected under virtual loss per evaluate() call (LZ: threads)
-    #: Leaves waiting for the network at once are capped at root visits / this (at least 1;
-    #: 0 = no cap), so a big batch does not turn a small search into a blind, breadth-first
+    #: Leaves waiting for the network at once are capped at root visits / this (0 = no cap), so a big batch does not turn a small search into a blind, breadth-first
     #: one: at 200 visits, 20 leaves in flight cost a measured 230 Elo against batch 1.
     visits_per_pending_leaf: int = 16
+    #: ... but never below this many: Leela Zero's own default on a GPU (batch 5, 10 threads)
+    #: has 10 playouts in flight from the first visit on.
+    min_pending_leaves: int = 10
     ponder: bool = True  # think on the opponent's time (--noponder turns it off)
     quiet: bool = False  # -q: no stderr diagnostics from the search
 

@@ -17,7 +17,8 @@ backend batch.
 Pipelining (`_run_pipelined`): with an `asynchronous` evaluator (the OpenCL backend) the batch
 is left on the GPU while the next one is collected, then backed up; the tree walk and the GPU
 work overlap. However big the batch, at most root visits / `visits_per_pending_leaf` leaves
-wait for the network at once (at least one), so a big batch cannot make a small search blind.
+wait for the network at once (but `min_pending_leaves`, LZ's default 10, are always allowed),
+so a big batch cannot make a small search blind.
 
 Statistics are kept from Black's side (see node.py); reports use the side to move.
 
@@ -292,7 +293,8 @@ class UCTSearch:
             left -= in_flight
             size = min(batch, left)
             if p.visits_per_pending_leaf > 0:  # ramp the batch up as the tree grows
-                size = min(size, max(1, root.visits // p.visits_per_pending_leaf) - in_flight)
+                cap = max(1, p.min_pending_leaves, root.visits // p.visits_per_pending_leaf)
+                size = min(size, cap - in_flight)
             if pondering and self._leaf_seconds > 0:
                 # Stay responsive: a ponder batch should take at most PONDER_BATCH_SECONDS,
                 # since input is only noticed between batches.
