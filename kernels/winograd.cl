@@ -83,6 +83,61 @@ __kernel void in_transform_input(__global const float* restrict in,
     transform_store_v(d, V, c, Cpad, p, Ppad);
 }
 
+/* The first layer's input transform read straight from the positions (the network's 18 input
+ * planes are built here, so the host uploads 3.5 kB a position instead of 26 kB of planes).
+ * `boxes` holds, per position b, its last 8 mailboxes (21x21 bytes, newest first; a mailbox
+ * before the game's start is all INVAL), then at `meta` one (side to move, symmetry) byte pair
+ * per position. Plane c < 8 marks the side to move's stones c moves ago, 8 <= c < 16 the other
+ * side's, 16 is all ones for Black to move, 17 for White; input point (x, y) reads the board at
+ * its image under symmetry s (if s & 4 swap x and y; if s & 2 mirror x; if s & 1 mirror y), as
+ * nn/features.py's input_planes_batch does. Rows past P (padding) are zero, like Cpad's. */
+#define MAILBOX_STRIDE 21
+#define MAILBOX (MAILBOX_STRIDE * MAILBOX_STRIDE)
+#define HISTORY 8
+__kernel void in_transform_boxes(__global const uchar* restrict boxes, const int meta,
+                                 __global store_t* restrict V,
+                                 const int Cpad, const int P, const int Ppad)
+{
+    const int p = get_global_id(0);
+    const int c = get_global_id(1);
+    if (p >= Ppad || c >= Cpad) {
+        return;
+    }
+    float d[6][6];
+    const bool real = p < P && c < 2 * HISTORY + 2;
+    const int b = p / TILES;
+    const int tile = p - b * TILES;
+    const int ty = tile / WTILES;
+    const int tx = tile - ty * WTILES;
+    const int side = real ? boxes[meta + 2 * b] : 0;
+    const int s = real ? boxes[meta + 2 * b + 1] & 7 : 0;
+    const int own = c < HISTORY;
+    const int box = (b * HISTORY + (own ? c : c - HISTORY)) * MAILBOX;
+    const int colour = own ? side : 1 - side;
+    const float to_move = (c == 2 * HISTORY) == (side == 0) ? 1.0f : 0.0f;
+    for (int i = 0; i < 6; i++) {
+        const int y = ty * 4 + i - 1;
+        for (int j = 0; j < 6; j++) {
+            const int x = tx * 4 + j - 1;
+            const bool inside = real && y >= 0 && y < BOARD_SIZE && x >= 0 && x < BOARD_SIZE;
+            float v = 0.0f;
+            if (inside) {
+                if (c >= 2 * HISTORY) {
+                    v = to_move;
+                } else {
+                    int sx = (s & 4) ? y : x;
+                    int sy = (s & 4) ? x : y;
+                    sx = (s & 2) ? BOARD_SIZE - 1 - sx : sx;
+                    sy = (s & 1) ? BOARD_SIZE - 1 - sy : sy;
+                    v = boxes[box + (sy + 1) * MAILBOX_STRIDE + sx + 1] == colour ? 1.0f : 0.0f;
+                }
+            }
+            d[i][j] = v;
+        }
+    }
+    transform_store_v(d, V, c, Cpad, p, Ppad);
+}
+
 /* o = At m A for the 6x6 products of one tile: m[(i*6 + j) * plane_stride + at]. */
 inline void at_tile(__global const mstore_t* restrict M, const int plane_stride, const int at,
                     float o[4][4])

@@ -12,8 +12,11 @@ add and ReLU, then the next layer's input transform, in one kernel: both transfo
 by channel, so a work group keeps one channel's plane in local memory between them). Only the
 first layer has an in_transform launch of its own and only the last a plain out_transform_bn.
 The heads run on the device too: the 1x1 convolutions (with batch norm and ReLU) and the fully
-connected layers, so one batch is one upload of float32 planes, one enqueue sequence and one
-read-back of [B, 363] floats (362 logits, the value before tanh). Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
+connected layers, so one batch is one upload, one enqueue sequence and one read-back of
+[B, 363] floats (362 logits, the value before tanh). The upload is float32 planes (`submit`) or,
+from the search, the positions themselves (`submit_packed`: 8 mailboxes and a side/symmetry
+byte pair each, 3.5 kB instead of 26 kB), whose planes in_transform_boxes builds on the device;
+building them on the host was a tenth of the search's time per playout on small networks. Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
 back the tower output halved the throughput (4,740 -> 2,369 evals/s); moving the FC layers
 from NumPy onto the device took it from 4,740 to 5,240 evals/s.
 
@@ -61,6 +64,9 @@ from leelaz.backends.winograd import transform_filter
 
 TILES = 25
 HEAD_OUTPUTS = 3
+#: Bytes per position of packed input (submit_packed): 8 mailboxes of 21x21 (the layout of
+#: nn/features.packed_inputs and of kernels/winograd.cl's in_transform_boxes).
+PACKED_ROW = 8 * 21 * 21
 RESULT_WIDTH = POLICY_OUTPUTS + 1  # per position: 362 logits, then the value before tanh
 K_MULTIPLE, C_MULTIPLE, P_MULTIPLE = 128, 32, 128  # padding that suits every sgemm shape
 #: Batches up to this size use the sgemm shape tuned for small batches.
@@ -185,6 +191,8 @@ class _EnqueuePlan:
         self.heads: list[Launch] = []
         #: The whole pass in order: what submit enqueues.
         self.launches: list[Launch] = []
+        #: The same pass reading packed positions (submit_packed): another first launch.
+        self.packed_launches: list[Launch] = []
 
     def launch(self, name: str, global_size, local_size, *args) -> Launch:
         """A kernel object for `name` with `args` set once, checked against its signature."""
@@ -206,8 +214,9 @@ class _EnqueuePlan:
         return self
 
     def kernels(self) -> list[cl.Kernel]:
-        """The kernel objects in launch order, for the next plan built from the same program."""
-        return [kernel for kernel, _, _ in self.launches]
+        """The kernel objects in the order they were made, for the next plan built from the
+        same program: the pass, then the packed input's transform."""
+        return [kernel for kernel, _, _ in self.launches + self.packed_launches[:1]]
 
 
 class OpenCLBackend:
@@ -316,6 +325,7 @@ class OpenCLBackend:
             return cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
 
         self.planes_buf = buffer(batch * INPUT_CHANNELS * BOARD_SQUARES * 4)
+        self.packed_buf = buffer(batch * (PACKED_ROW + 2))
         self.x_buf = buffer(batch * f * BOARD_SQUARES * item)
         self.t_buf = buffer(batch * f * BOARD_SQUARES * item)
         self.v_buf = buffer(36 * cpad * ppad * item)
@@ -394,7 +404,13 @@ class OpenCLBackend:
                                             following)
             plan.layers.append((launches, dst, conv.k))
         plan.heads = self._head_launches(plan)
-        return plan.finish()
+        first = plan.layers[0][0][0]  # in_transform_input: the packed one has its sizes
+        packed = plan.launch("in_transform_boxes", first[1], first[2], self.packed_buf,
+                             batch * PACKED_ROW, self.v_buf, self.input_conv.cpad,
+                             batch * TILES, round_up(batch * TILES, params.nwg))
+        plan.finish()
+        plan.packed_launches = [packed] + plan.launches[1:]
+        return plan
 
     def _conv3_launches(self, plan: _EnqueuePlan, p: GemmParams, conv: _Conv3, src, dst,
                         residual: bool, first: bool, following: _Conv3 | None) -> list[Launch]:
@@ -537,6 +553,34 @@ class OpenCLBackend:
         self.queue.flush()  # start the device now: the search collects the next batch meanwhile
         pending = _Pending(self, planes, result, event)
         pending.host_in = host_in  # the upload reads it until the batch is done
+        return pending
+
+    @property
+    def accepts_packed_inputs(self) -> bool:
+        """submit_packed may be used (not while self-checking: that re-runs planes)."""
+        return not self.selfcheck
+
+    def submit_packed(self, packed: bytes, batch: int) -> _Pending:
+        """As submit, for `batch` positions packed by nn/features.packed_inputs: the input
+        planes are built on the device (in_transform_boxes). Hot path: one upload of 3.5 kB
+        a position instead of 26 kB of float planes built by the host."""
+        if batch == 0:
+            return _Pending(self, range(0), np.empty((0, RESULT_WIDTH), np.float32), None)
+        rows = plan_rows(batch)
+        if rows > self.capacity:
+            self._grow(rows)
+        plan = self._plan_for(rows)
+        host_in = np.zeros(rows * (PACKED_ROW + 2), np.uint8)
+        host_in[:batch * PACKED_ROW] = np.frombuffer(packed, np.uint8, batch * PACKED_ROW)
+        host_in[rows * PACKED_ROW:rows * PACKED_ROW + 2 * batch] = np.frombuffer(
+            packed, np.uint8, 2 * batch, batch * PACKED_ROW)
+        cl.enqueue_copy(self.queue, self.packed_buf, host_in, is_blocking=False)
+        self._enqueue(plan.packed_launches)
+        result = np.empty((plan.batch, RESULT_WIDTH), np.float32)
+        event = cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=False)
+        self.queue.flush()
+        pending = _Pending(self, range(batch), result, event)
+        pending.host_in = host_in
         return pending
 
     def _finish(self, planes, result) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ from leelaz.backends.base import Backend, NetWeights, submit
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
 from leelaz.nn.cache import MAX_CACHE_COUNT, NNCache
-from leelaz.nn.features import input_planes_batch
+from leelaz.nn.features import input_planes_batch, packed_inputs
 from leelaz.nn.symmetry import (NUM_SYMMETRIES, remap_cached_policy, symmetry_hashes_batch,
                                 untransform_policies)
 
@@ -135,14 +135,18 @@ class Network:
 
     def _submit(self, states, symmetry) -> tuple:
         """One backend submit for every (state, symmetry) row: a state's rows are consecutive
-        (one row, or 8 when averaging). Hot path: the planes of all rows in one batch call."""
+        (one row, or 8 when averaging). Hot path: the planes of all rows in one batch call,
+        or, for a backend that builds them on its device, the packed positions."""
         plan = self._symmetries(len(states), symmetry)
         syms = [s for row_syms in plan for s in row_syms]
         rows = states if len(syms) == len(states) else \
             [state for state, row_syms in zip(states, plan) for _ in row_syms]
-        planes = np.empty((len(syms), 18, NUM_INTERSECTIONS), dtype=np.float32)
-        input_planes_batch(rows, planes, syms)
-        pending = submit(self.backend, planes.reshape(len(syms), 18, 19, 19))
+        if getattr(self.backend, "accepts_packed_inputs", False):  # the device builds planes
+            pending = self.backend.submit_packed(packed_inputs(rows, syms), len(syms))
+        else:
+            planes = np.empty((len(syms), 18, NUM_INTERSECTIONS), dtype=np.float32)
+            input_planes_batch(rows, planes, syms)
+            pending = submit(self.backend, planes.reshape(len(syms), 18, 19, 19))
         self.evaluations += len(syms)
         return states, syms, pending
 

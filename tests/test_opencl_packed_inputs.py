@@ -1,0 +1,85 @@
+"""Positions sent to the OpenCL backend packed (8 mailboxes and a side/symmetry pair a row),
+its input planes built on the device, against the host's planes on the NumPy backend.
+
+The two encodings are written independently: nn/features.py gathers each symmetry's points
+through the symmetry table, kernels/winograd.cl's in_transform_boxes mirrors coordinates.
+Positions come from random games (captures, kos, fewer than 8 positions of history early on),
+every symmetry and the 8-way average, both colours to move, batches that leave padding rows.
+
+Runs on PoCL in CI; skipped only when no OpenCL device exists and CI is not set.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from backend_helpers import need_opencl, rel_error
+
+from leelaz.backends.weights import load_weights
+from leelaz.game.state import GameState
+
+cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
+
+from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
+from leelaz.nn.network import Network  # noqa: E402
+
+TOLERANCE = {"single": 1e-4, "half": 3e-2}
+
+
+@pytest.fixture(scope="module")
+def weights(random_weights):
+    return load_weights(random_weights(2, 32, seed=9))
+
+
+def positions(count: int, seed: int) -> list[GameState]:
+    rng = np.random.default_rng(seed)
+    out = []
+    state = GameState()
+    while len(out) < count:
+        out.append(state.copy())
+        legal = state.legal_moves(state.to_move)
+        if not legal or len(out) % 40 == 0:
+            state = GameState()  # a fresh game: short histories again
+            continue
+        state.play(state.to_move, int(rng.choice(legal)))
+    return out
+
+
+@pytest.mark.parametrize("precision", ["single", "half"])
+def test_packed_positions_evaluate_as_the_host_planes_do(weights, precision, monkeypatch):
+    from leelaz.backends.opencl_backend import OpenCLBackend
+
+    need_opencl()
+    backend = OpenCLBackend(weights, precision=precision, batch_size=8, tune="none", quiet=True)
+    assert backend.accepts_packed_inputs
+    calls = []
+    packed = backend.submit_packed
+    monkeypatch.setattr(backend, "submit_packed", lambda *a: calls.append(a[1]) or packed(*a))
+    monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
+    device = Network(weights, backend, seed=7)  # the same random symmetries for both
+    host = Network(weights, NumpyBackend(weights), seed=7)
+    states = positions(120, seed=3)
+    start = 0
+    for size, symmetry in ((5, 0), (13, 1), (3, 2), (9, 3), (7, 4), (17, 5), (1, 6), (11, 7),
+                           (30, None), (2, "average")):
+        batch = states[start:start + size]
+        start = (start + size) % 100
+        got = device.evaluate(batch, symmetry=symmetry, read_cache=False)
+        want = host.evaluate(batch, symmetry=symmetry, read_cache=False)
+        for g, w in zip(got, want):
+            assert rel_error(g.policy, w.policy) < TOLERANCE[precision], (size, symmetry)
+            assert abs(g.winrate - w.winrate) < TOLERANCE[precision], (size, symmetry)
+    assert len(calls) == 10
+
+
+def test_selfcheck_sends_planes(weights):
+    """The self-check re-runs planes on NumPy, so a self-checking backend takes planes."""
+    from leelaz.backends.opencl_backend import OpenCLBackend
+
+    need_opencl()
+    backend = OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
+                            selfcheck=1.0)
+    assert not backend.accepts_packed_inputs
+    Network(weights, backend).evaluate(positions(3, seed=4), symmetry=0, read_cache=False)
