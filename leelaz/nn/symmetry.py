@@ -82,12 +82,11 @@ def remap_cached_policy(cached: np.ndarray, s: int) -> np.ndarray:
     return cached[..., POLICY_TABLE[s]]
 
 
-# Zobrist keys per symmetry, as arrays: _SYM_KEYS[s][colour][idx] = ZOBRIST[colour][T_s(v)].
+# Zobrist keys as arrays, and where each vertex goes under each symmetry (for the ko term).
 #: The mailbox slot of each of the 361 points, in index order.
 POINTS = _VERTS = np.array(ALL_VERTICES, dtype=np.intp)
 _ZOB = np.array(ZOBRIST, dtype=np.uint64)  # [4, 441]
 _ZOB_KO = np.array(ZOBRIST_KO, dtype=np.uint64)
-_SYM_KEYS = np.stack([_ZOB[:, _VERTS[SYMMETRY_TABLE[s]]] for s in range(NUM_SYMMETRIES)])
 _VERTEX_MAP = np.zeros((NUM_SYMMETRIES, len(ZOBRIST_KO)), dtype=np.intp)
 for _s in range(NUM_SYMMETRIES):
     _VERTEX_MAP[_s, _VERTS] = _VERTS[SYMMETRY_TABLE[_s]]  # NO_VERTEX (0) stays 0

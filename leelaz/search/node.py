@@ -399,7 +399,10 @@ class RootSelector:
         self.scored_for = None
 
     def _score(self, c: UCTNode) -> float:
-        """select_child's score of one touched child (-inf when it is not ACTIVE)."""
+        """select_child's score of one touched child (-inf when it is not ACTIVE).
+
+        The same arithmetic as select_child's loop, on purpose: there it is inlined, since a
+        call per child would cost the hottest loop of the search a Python call each."""
         if c.status:
             return _NOT_ACTIVE
         fpu, cn, fpu_reduction, white = self.terms
