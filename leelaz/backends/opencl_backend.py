@@ -547,7 +547,11 @@ class OpenCLBackend:
         if batch == 0:
             return _Pending(self, planes, np.empty((0, RESULT_WIDTH), np.float32), None)
         plan, host_in = self._start(planes)
-        self._enqueue(plan.launches)
+        return self._run(plan, plan.launches, planes, host_in)
+
+    def _run(self, plan: _EnqueuePlan, launches: list[Launch], planes, host_in) -> _Pending:
+        """Enqueue the pass and its read-back, start the device, return the pending batch."""
+        self._enqueue(launches)
         result = np.empty((plan.batch, RESULT_WIDTH), np.float32)  # padded rows included
         event = cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=False)
         self.queue.flush()  # start the device now: the search collects the next batch meanwhile
@@ -575,13 +579,7 @@ class OpenCLBackend:
         host_in[rows * PACKED_ROW:rows * PACKED_ROW + 2 * batch] = np.frombuffer(
             packed, np.uint8, 2 * batch, batch * PACKED_ROW)
         cl.enqueue_copy(self.queue, self.packed_buf, host_in, is_blocking=False)
-        self._enqueue(plan.packed_launches)
-        result = np.empty((plan.batch, RESULT_WIDTH), np.float32)
-        event = cl.enqueue_copy(self.queue, result, self.result_buf, is_blocking=False)
-        self.queue.flush()
-        pending = _Pending(self, range(batch), result, event)
-        pending.host_in = host_in
-        return pending
+        return self._run(plan, plan.packed_launches, range(batch), host_in)
 
     def _finish(self, planes, result) -> tuple[np.ndarray, np.ndarray]:
         result = result[:len(planes)]  # the padding rows of plan_rows go
