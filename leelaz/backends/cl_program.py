@@ -27,7 +27,12 @@ DEFAULT_DEFINES = {"STORAGE_HALF": 0, "M_FLOAT": 0, "TENSOR_CORES": 0, "PREFETCH
 
 @lru_cache(maxsize=1)
 def kernels_dir() -> Path:
-    """The folder holding the `.cl` files, installed or in the checkout."""
+    """The folder holding the `.cl` files: the checkout's `kernels/` beside this package when
+    there is one (so a second worktree run with PYTHONPATH uses its own kernels, not those
+    of the editable install), else the installed `leelaz.kernels`."""
+    folder = Path(__file__).resolve().parents[2] / "kernels"
+    if (folder / KERNEL_FILES[0]).is_file():
+        return folder
     try:
         from importlib.resources import files
 
@@ -36,9 +41,6 @@ def kernels_dir() -> Path:
             return folder
     except (ModuleNotFoundError, TypeError):
         pass
-    folder = Path(__file__).resolve().parents[2] / "kernels"
-    if (folder / KERNEL_FILES[0]).is_file():
-        return folder
     raise FileNotFoundError("cannot find the OpenCL kernels folder (leelaz.kernels or kernels/)")
 
 
