@@ -24,6 +24,7 @@ import click
 
 from leelaz.config import (DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES,
                            EngineConfig, resolve_threads)
+from leelaz.tools import is_verb, run_verb
 
 #: The command groups that other modules provide; each is registered if it is installed.
 OPTIONAL_GROUPS = ("leelaz.gtp.network_commands", "leelaz.gtp.search_commands",
@@ -281,6 +282,8 @@ def run(argv: list[str], stdin=None, stdout=None, stderr=None) -> int:
     stdin = stdin if stdin is not None else sys.stdin
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
+    if is_verb(argv):  # `leelaz match ...`: only an exact verb name as the first argument
+        return run_verb(argv)
     try:
         cfg = parse_args(argv)
     except UsageProblem as exc:

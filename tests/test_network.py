@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import make_random_weights as mrw
 from leelaz.backends.numpy_backend import NumpyBackend
+from leelaz.backends.random_weights import random_tensors
 from leelaz.backends.weights import load_weights
+from leelaz.backends.weights_writer import write_weights
 from leelaz.game.coords import BLACK, PASS, WHITE, parse_gtp_vertex
 from leelaz.game.state import GameState
 from leelaz.nn.cache import NNCache
@@ -142,11 +143,11 @@ def test_symmetric_lookup_only_before_move_30(weights):
 
 
 def test_version_2_value_is_blacks(tmp_path):
-    tensors = mrw.random_tensors(1, 8, 4)
+    tensors = random_tensors(1, 8, 4)
     paths = []
     for version in (1, 2):
         paths.append(str(tmp_path / f"v{version}.txt"))
-        mrw.write_weights(paths[-1], tensors, version)
+        write_weights(paths[-1], tensors, version)
     v1, v2 = (Network.from_file(p, backend_options={"threads": 1}) for p in paths)
     black_to_move, white_to_move = game(MOVES[:2]), game(MOVES[:3])
     for state, flipped in ((black_to_move, False), (white_to_move, True)):

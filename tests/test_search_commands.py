@@ -318,15 +318,16 @@ def flat_network(path, value_bias: float) -> str:
     """A 1x8 network whose outputs ignore the input: a uniform policy and the winrate
     (1 + tanh(value_bias)) / 2 for every position. Random symmetries then change nothing,
     so Leela Zero's single-threaded search is deterministic and ours must match it."""
-    import make_random_weights as mrw
+    from leelaz.backends.random_weights import random_tensors
+    from leelaz.backends.weights_writer import write_weights
 
-    tensors = [np.zeros_like(t) for t in mrw.random_tensors(1, 8, 1)]
+    tensors = [np.zeros_like(t) for t in random_tensors(1, 8, 1)]
     convs = 3  # input conv + the two convs of one residual block
     variances = [4 * i + 3 for i in range(convs)] + [4 * convs + 3, 4 * convs + 9]
     for i in variances:
         tensors[i] = np.ones_like(tensors[i])  # batch-norm variance 1, everything else 0
     tensors[-1] = np.full_like(tensors[-1], value_bias)
-    mrw.write_weights(str(path), tensors, 1)
+    write_weights(str(path), tensors, 1)
     return str(path)
 
 

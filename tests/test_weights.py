@@ -1,6 +1,6 @@
 """Weights files: formats, inference of the shape, batch-norm folding, and every malformed case.
 
-Expected values come from the generator's own tensors (scripts/make_random_weights.py), not
+Expected values come from the generator's own tensors (leelaz/backends/random_weights.py), not
 from the loader.
 """
 
@@ -11,14 +11,15 @@ import gzip
 import numpy as np
 import pytest
 
-import make_random_weights as mrw
 from leelaz.backends.base import BN_EPSILON
+from leelaz.backends.random_weights import random_tensors
 from leelaz.backends.weights import WeightsError, load_weights, weights_summary
+from leelaz.backends.weights_writer import weights_text
 
 
 @pytest.fixture(scope="module")
 def tensors():
-    return mrw.random_tensors(2, 8, 5)
+    return random_tensors(2, 8, 5)
 
 
 def write(tmp_path, name, text):
@@ -28,7 +29,7 @@ def write(tmp_path, name, text):
 
 
 def test_values_shapes_and_folding(tmp_path, tensors):
-    w = load_weights(write(tmp_path, "w.txt", mrw.weights_text(tensors, 1)))
+    w = load_weights(write(tmp_path, "w.txt", weights_text(tensors, 1)))
     assert (w.version, w.blocks, w.filters) == (1, 2, 8)
     t = [np.float32(np.array([float(f"{v:.6g}") for v in a])) for a in tensors]
     np.testing.assert_array_equal(w.input_conv.weights.ravel(), t[0])
@@ -49,7 +50,7 @@ def test_values_shapes_and_folding(tmp_path, tensors):
 
 
 def test_gzip_detected_by_content_not_name(tmp_path, tensors):
-    text = mrw.weights_text(tensors, 2)
+    text = weights_text(tensors, 2)
     gz_named_txt = write(tmp_path, "a.txt", gzip.compress(text.encode(), compresslevel=1))
     txt_named_gz = write(tmp_path, "b.gz", text)
     a, b = load_weights(gz_named_txt), load_weights(txt_named_gz)
@@ -58,7 +59,7 @@ def test_gzip_detected_by_content_not_name(tmp_path, tensors):
 
 
 def test_crlf_and_trailing_blank_lines(tmp_path, tensors):
-    text = mrw.weights_text(tensors, 1).replace("\n", "\r\n") + "\r\n\n"
+    text = weights_text(tensors, 1).replace("\n", "\r\n") + "\r\n\n"
     assert load_weights(write(tmp_path, "crlf.txt", text)).blocks == 2
 
 
@@ -69,7 +70,7 @@ def test_random_weights_fixture_sizes(random_weights):
 
 
 def lines_of(tensors, version=1):
-    return mrw.weights_text(tensors, version).splitlines()
+    return weights_text(tensors, version).splitlines()
 
 
 def expect_error(tmp_path, content, *words, name="bad.txt"):
@@ -109,12 +110,12 @@ def test_line_count_not_a_whole_number_of_blocks(tmp_path, tensors):
 
 
 def test_truncated_text_file(tmp_path, tensors):
-    text = mrw.weights_text(tensors)
+    text = weights_text(tensors)
     expect_error(tmp_path, text[: len(text) // 2], "Inconsistent")
 
 
 def test_truncated_gzip(tmp_path, tensors):
-    data = gzip.compress(mrw.weights_text(tensors).encode(), compresslevel=1)
+    data = gzip.compress(weights_text(tensors).encode(), compresslevel=1)
     expect_error(tmp_path, data[: len(data) // 2], "gzip", name="cut.gz")
 
 
@@ -150,7 +151,7 @@ def test_binary_garbage(tmp_path):
 def test_real_binary_accepts_what_we_accept(tmp_path, tensors, lz_binary):
     """The reference loads our fixture file (sanity of the generator, not of our parser)."""
     import subprocess
-    path = write(tmp_path, "ok.txt", mrw.weights_text(tensors))
+    path = write(tmp_path, "ok.txt", weights_text(tensors))
     r = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", path],
                        input="quit\n", capture_output=True, text=True, timeout=60)
     assert r.returncode == 0

@@ -1,7 +1,8 @@
 """Writing a trained network as a Leela Zero weights file (version 1, text or gzip).
 
-Owns: the mapping from LeelaNet's tensors to the file's lines (reference doc 4.1) and the
-atomic write. Imports: torch, numpy, and torch_model.
+Owns: the mapping from LeelaNet's tensors to the file's lines (reference doc 4.1); the text and
+the atomic write are backends.weights_writer's, the package's one writer. Imports: torch,
+numpy, torch_model, backends.weights_writer.
 
 Line by line, as Leela Zero's tfprocess writes it: for each conv+BN the conv weights
 [out][in][ky][kx], then a "bias" line holding beta * sqrt(var + eps) (the engine subtracts it
@@ -11,16 +12,11 @@ the running mean and the running variance. FC layers are weights [out][in] then 
 
 from __future__ import annotations
 
-import gzip
-import os
-
 import numpy as np
 import torch
 
+from leelaz.backends.weights_writer import write_weights
 from leelaz.training.torch_model import BN_EPSILON, ConvBN, LeelaNet
-
-#: Six significant digits, like the engine's own files: well inside float32 inference noise.
-_FORMAT = "%.6g"
 
 
 def _conv_bn_lines(layer: ConvBN) -> list[np.ndarray]:
@@ -46,25 +42,6 @@ def network_tensors(net: LeelaNet) -> list[np.ndarray]:
     return lines
 
 
-def weights_text(net: LeelaNet) -> str:
-    rows = ["1"]
-    for t in network_tensors(net):
-        rows.append(" ".join(_FORMAT % x for x in t.tolist()))
-    return "\n".join(rows) + "\n"
-
-
 def export_weights(net: LeelaNet, path: str) -> None:
     """Write `path` (gzip when it ends in .gz) completely or not at all."""
-    data = weights_text(net).encode()
-    if path.endswith(".gz"):
-        data = gzip.compress(data, compresslevel=9, mtime=0)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_weights(path, network_tensors(net), version=1)

@@ -1,0 +1,56 @@
+"""The verbs of the `leelaz` program: `leelaz match`, `leelaz train`, `leelaz bench`, ...
+
+Owns: the registry of verbs (name -> module) and running one. Imports: click, and each verb's
+module only when that verb is asked for, so the engine's start-up never pays for the tools.
+
+`leelaz` followed by Leela Zero's flags is the engine (GUIs never send a verb); only when the
+first argument is exactly a verb's name does the command line go to that verb. `leelaz -w bench`
+therefore still starts the engine on a weights file named `bench`.
+
+Each verb module defines `command`, a click command or group. Adding a verb is one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+#: Verb name -> module defining `command`.
+VERBS = {
+    "weights": "leelaz.tools.weights",
+}
+
+
+class ToolError(click.ClickException):
+    """Bad input to a verb: printed as one `ERROR: ...` line, exit status 1."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"ERROR: {self.format_message()}", err=True)
+
+
+def is_verb(argv: list[str]) -> bool:
+    """True when the command line asks for a verb rather than the engine."""
+    return bool(argv) and argv[0] in VERBS
+
+
+def run_verb(argv: list[str]) -> int:
+    """Run `leelaz VERB ARGS...`; returns the exit status."""
+    name, args = argv[0], list(argv[1:])
+    command = importlib.import_module(VERBS[name]).command
+    try:
+        result = command.main(args=args, prog_name=f"leelaz {name}", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except ToolError as exc:
+        exc.show()
+        return exc.exit_code
+    except click.ClickException as exc:  # usage errors: click's message, then where to look
+        where = exc.ctx.command_path if getattr(exc, "ctx", None) else f"leelaz {name}"
+        click.echo(f"ERROR: {exc.format_message()}", err=True)
+        click.echo(f"Try '{where} --help' for the options.", err=True)
+        return exc.exit_code
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,96 @@
+"""The verbs of `leelaz` (leelaz/tools/): dispatch only on an exact verb name as the first
+argument, so every engine command line (including a weights file named like a verb) still
+starts the engine; each verb's --help; one-line errors; `leelaz weights`."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from leelaz.backends.random_weights import random_tensors
+from leelaz.backends.weights import load_weights
+from leelaz.cli import run
+from leelaz.tools import VERBS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def leelaz(*args, cwd=None, stdin="", timeout=120) -> subprocess.CompletedProcess:
+    """`python -m leelaz ARGS` on this checkout, as a user would start it."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "leelaz", *args], input=stdin, text=True,
+                          capture_output=True, cwd=cwd, env=env, timeout=timeout)
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_every_verb_has_help(verb):
+    done = leelaz(verb, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Usage: leelaz {verb} ")
+
+
+def test_a_weights_file_named_like_a_verb_starts_the_engine(tmp_path, random_weights):
+    for verb in VERBS:
+        (tmp_path / verb).write_bytes(Path(random_weights(1, 8)).read_bytes())
+    for verb in sorted(VERBS)[:2]:
+        done = leelaz("-g", "-w", verb, "--noponder", cwd=tmp_path, stdin="name\nquit\n")
+        assert done.returncode == 0, done.stderr
+        assert "1 blocks" in done.stderr or "8 channels" in done.stderr
+        assert done.stdout.startswith("= Leela Zero\n\n"), done.stdout
+
+
+def test_a_verb_after_an_engine_flag_is_not_a_verb(capsys):
+    """Only argv[0] selects a verb: `leelaz -q match` is the engine refusing a stray argument."""
+    assert run(["-q", "weights"], stdin=None) == 1
+    assert "ERROR" in capsys.readouterr().err
+
+
+def test_the_engine_does_not_import_the_tools():
+    code = ("import sys, leelaz.cli; from leelaz.cli import parse_args; parse_args(['-g']);"
+            "print(sorted(m for m in sys.modules if m.startswith('leelaz.tools.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_bad_input_is_one_error_line_and_a_nonzero_status(tmp_path):
+    done = leelaz("weights", "info", str(tmp_path / "missing.txt"))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"ERROR: {tmp_path / 'missing.txt'}: file not found"]
+    done = leelaz("weights", "random", "--blocks", "x", "-o", str(tmp_path / "n.txt"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("ERROR: Invalid value for '--blocks'")
+
+
+def test_weights_random_info_convert(tmp_path):
+    gz = tmp_path / "net.txt.gz"
+    done = leelaz("weights", "random", "--blocks", "2", "--filters", "16", "--seed", "3",
+                  "--tame", "-o", str(gz))
+    assert done.returncode == 0, done.stderr
+    net = load_weights(gz)
+    assert (net.blocks, net.filters, net.version) == (2, 16, 1)
+    # tame: the second convolution of each block has a fifth of the first one's spread
+    expected = random_tensors(2, 16, 3, tame=True)
+    assert np.array_equal(net.input_conv.weights.reshape(-1),
+                          np.float32(np.char.mod("%.6g", expected[0]).astype(np.float64)))
+    plain = random_tensors(2, 16, 3)
+    ratio = np.std(expected[8]) / np.std(plain[8])
+    assert ratio == pytest.approx(0.2, rel=1e-6)
+    assert np.array_equal(expected[4], plain[4])
+
+    text = tmp_path / "net.txt"
+    assert leelaz("weights", "convert", str(gz), str(text)).returncode == 0
+    assert text.read_bytes() == gzip.decompress(gz.read_bytes())
+    again = tmp_path / "again.gz"
+    assert leelaz("weights", "convert", str(text), str(again)).returncode == 0
+    assert gzip.decompress(again.read_bytes()) == text.read_bytes()
+
+    done = leelaz("weights", "info", str(gz), str(text))
+    assert done.stdout.splitlines() == [f"{gz}: version 1, 2 blocks x 16 filters, gzip",
+                                        f"{text}: version 1, 2 blocks x 16 filters, text"]
