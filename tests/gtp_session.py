@@ -5,20 +5,17 @@
 - `split_replies(stdout)` cuts a GTP stream into replies (each ends with a blank line).
 - `Session` keeps one in-process engine and answers `ask(line) -> (stdout, stderr)` per
   command, for tests that interleave commands and checks.
-- `LzProcess` keeps one C++ Leela Zero process and answers `ask(line)` with the reply and the
-  `ask_err(line, until)` also returns the stderr text it wrote, read by a thread until a
-  pattern shows it is complete (`showboard()` uses the board's last line).
+- `LzProcess` keeps one C++ Leela Zero process (a `leelaz.gtp.client.GtpClient`) and answers
+  `ask(line)` with the reply byte for byte; `ask_err(line, until)` also returns the stderr text
+  it wrote, read until a pattern shows it is complete (`showboard()` uses the board's last line).
 """
 
 from __future__ import annotations
 
 import io
-import os
-import queue
-import subprocess
-import threading
 
 from leelaz.config import EngineConfig
+from leelaz.gtp.client import GtpClient, GtpFailure, GtpTimeout
 
 
 class _Buffer(io.StringIO):
@@ -79,75 +76,34 @@ class Session:
 
 
 class LzProcess:
-    """The C++ Leela Zero 0.17 binary, one process for many commands."""
-
-    MARKER = "918273645 protocol_version"
-    MARKER_REPLY = "=918273645 2\n\n"
+    """The C++ Leela Zero 0.17 binary, one process for many commands (leelaz.gtp.client)."""
 
     def __init__(self, binary: str, weights: str, extra: tuple[str, ...] = ()):
         args = [binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", weights, *extra]
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
-        self._err: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._drain_err, daemon=True).start()
-        self._stdout = self.proc.stdout
+        self.client = GtpClient(args, name="leelaz", stderr="capture")
+        self.proc = self.client.proc
         self.ask_err("protocol_version", r"Setting max tree size[^\n]*\n")  # drop start-up lines
-
-    def _drain_err(self) -> None:
-        for chunk in iter(lambda: os.read(self.proc.stderr.fileno(), 65536), b""):
-            self._err.put(chunk)
-
-    def _take_err(self) -> str:
-        parts = []
-        while True:
-            try:
-                parts.append(self._err.get_nowait())
-            except queue.Empty:
-                return b"".join(parts).decode("utf-8", "replace")
 
     def ask(self, line: str) -> str:
         """Send one command and return its reply exactly as sent, extra blank lines included
-        (printsgf and time_left send more than one): a marker command with a unique id
-        follows, and everything before the marker's reply belongs to the command."""
-        self.proc.stdin.write((line + "\n" + self.MARKER + "\n").encode())
-        self.proc.stdin.flush()
-        end = self.MARKER_REPLY.encode()
-        data = b""
-        while not data.endswith(end):
-            chunk = self._stdout.readline()
-            if not chunk:
-                raise EOFError("leelaz exited: " + self._take_err())
-            data += chunk
-        return data[:-len(end)].decode("utf-8", "replace")
+        (printsgf and time_left send more than one)."""
+        try:
+            return self.client.exchange(line, timeout=600)
+        except GtpFailure as exc:
+            raise EOFError(f"leelaz exited: {exc}: {self.client.take_stderr()}") from None
 
     def ask_err(self, line: str, until: str) -> tuple[str, str]:
         """Send one command; (its reply, the stderr it wrote), reading stderr until the
-        regular expression `until` matches it (stderr is a separate pipe, so the reply alone
-        does not prove that our drain thread has seen all of it)."""
-        import re
-        import time
-
+        regular expression `until` matches it."""
         reply = self.ask(line)
-        text = self._take_err()
-        deadline = time.monotonic() + 10
-        while not re.search(until, text):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no {until!r} on leelaz stderr after {line!r}: {text!r}")
-            try:
-                text += self._err.get(timeout=0.1).decode("utf-8", "replace")
-            except queue.Empty:
-                pass
-        return reply, text
+        try:
+            return reply, self.client.stderr_until(until, timeout=10)
+        except GtpTimeout as exc:
+            raise TimeoutError(f"after {line!r}: {exc}") from None
 
     def showboard(self) -> str:
         """The showboard text on stderr."""
         return self.ask_err("showboard", r"White time: [^\n]*\n\n")[1]
 
     def close(self) -> None:
-        try:
-            self.proc.stdin.write(b"quit\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
+        self.client.close(timeout=10)

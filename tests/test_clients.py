@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from leelaz.gtp.client import GtpClient
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
 ENGINE = [sys.executable, "-m", "leelaz"]
@@ -111,31 +111,20 @@ class Lizzie:
     checks every line the way Leelaz.parseLine would read it."""
 
     def __init__(self, argv: list[str]):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, bufsize=0)
-        self.lines: queue.Queue[tuple[float, str | None]] = queue.Queue()
-        self.number = 0
         self.problems: list[str] = []
         self.summaries: list[re.Match] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.client = GtpClient(argv, stderr="stdout", numbered=True, on_line=self._check)
 
-    def _read(self) -> None:
-        for raw in iter(self.proc.stdout.readline, b""):
-            self.lines.put((time.monotonic(), raw.decode("utf-8", "replace")))
-        self.lines.put((time.monotonic(), None))
+    @property
+    def number(self) -> int:
+        """The id of the last command sent."""
+        return self.client.number
 
     def send(self, command: str) -> int:
-        self.number += 1
-        self.proc.stdin.write(f"{self.number} {command}\n".encode())
-        self.proc.stdin.flush()
-        return self.number
+        return self.client.send(command)
 
     def next_line(self, timeout: float = 60) -> str:
-        _, line = self.lines.get(timeout=timeout)
-        if line is None:
-            raise EOFError("the engine closed its output")
-        self._check(line)
-        return line
+        return self.client.next_line(timeout)
 
     def _check(self, line: str) -> None:
         """What would throw or mislead in Lizzie's parseLine."""
@@ -164,20 +153,10 @@ class Lizzie:
     def reply(self, number: int, timeout: float = 60) -> tuple[str, list[str]]:
         """Lines up to the reply `=number ...` / `?number ...` (the lines before it are
         returned too: info lines, stderr); then the rest of the reply to its blank line."""
-        before = []
-        deadline = time.monotonic() + timeout
-        while True:
-            line = self.next_line(max(0.1, deadline - time.monotonic()))
-            if line.startswith(("=", "?")):
-                head = line.strip()  # Lizzie trims: `=3 ` (LZ's empty reply) reads as `=3`
-                assert head.split(" ")[0][1:] == str(number), (head, number)
-                rest = [head]
-                while True:
-                    more = self.next_line(max(0.1, deadline - time.monotonic()))
-                    if more == "\n":
-                        return "\n".join(rest), before
-                    rest.append(more.rstrip("\n"))
-            before.append(line.rstrip("\n"))
+        answer = self.client.read_reply(None, timeout)
+        head = answer.lines[0].strip()  # Lizzie trims: `=3 ` (LZ's empty reply) reads as `=3`
+        assert head.split(" ")[0][1:] == str(number), (head, number)
+        return "\n".join([head] + answer.lines[1:]), answer.before
 
     def ask(self, command: str, timeout: float = 60) -> str:
         return self.reply(self.send(command), timeout)[0]
@@ -209,13 +188,7 @@ class Lizzie:
         return infos
 
     def close(self) -> int:
-        try:
-            self.proc.stdin.write(b"quit\n")
-            self.proc.stdin.flush()
-            return self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            return self.proc.wait()
+        return self.client.close(timeout=10)
 
 
 @pytest.fixture

@@ -23,43 +23,29 @@ checks this behaviour against the LZ binary.)
 from __future__ import annotations
 
 import random
-import subprocess
 
 import pytest
 
 from leelaz.game.coords import (ALL_VERTICES, BLACK, PASS, WHITE, gtp_vertex,
                                 parse_gtp_vertex)
 from leelaz.game.state import GameState
+from leelaz.gtp.client import GtpClient
 from leelaz.game.zobrist import STONE_DELTA
 from test_zobrist import GOLDEN
 
 COLOR_NAMES = ("black", "white")
 
 
-class Gtp:
-    """A GTP child process: send a command, get the reply text (raises on `?`)."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+class Gtp(GtpClient):
+    """A GTP child process: `engine(command)` -> the reply text (asserts it is not `?`)."""
 
     def __call__(self, command: str) -> str:
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            if line == "\n" and lines:
-                break
-            lines.append(line)
-        text = "".join(lines).rstrip("\n")
-        assert text.startswith("="), f"{command!r} -> {text!r}"
-        return text[1:].strip()
+        reply = self.reply(command, timeout=60)
+        assert reply.ok, f"{command!r} -> {reply.lines!r}"
+        return reply.text.strip()
 
     def close(self) -> None:
-        self.proc.stdin.write("quit\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=10)
+        super().close(timeout=10)
 
 
 @pytest.fixture
