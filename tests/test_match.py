@@ -1,4 +1,4 @@
-"""scripts/match.py: statistics by hand, and short matches between scripted fake engines
+"""leelaz match (leelaz/tools/match.py): statistics by hand, and short matches between scripted fake engines
 (resigning, passing, crashing, illegal moves)."""
 
 from __future__ import annotations
@@ -8,10 +8,8 @@ import sys
 import textwrap
 
 import pytest
-from paths import SCRIPTS
 
-sys.path.insert(0, str(SCRIPTS))
-import match
+from leelaz.tools import match
 
 FAKE = textwrap.dedent('''
     import sys

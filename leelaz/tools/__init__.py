@@ -18,6 +18,7 @@ import click
 
 #: Verb name -> module defining `command`.
 VERBS = {
+    "match": "leelaz.tools.match",
     "weights": "leelaz.tools.weights",
 }
 

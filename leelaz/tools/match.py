@@ -1,0 +1,260 @@
+"""`leelaz match`: play a match between two GTP engines; report the score, Elo and an SPRT.
+
+Owns: the verb's command line, the scoreboard the parallel tables share, and `--tally`.
+Imports: click, leelaz.files, tools.match_games, tools.match_stats, tools.progress.
+
+A stand-in for gomill's ringmaster / gogui-twogtp / Leela Zero's validation tool:
+- colours alternate every game (engine 1 takes Black in games 1, 3, 5, ...);
+- komi, board size 19, optional `time_settings` and extra start-up commands per engine;
+- games end by resignation, two passes, or the move cap; they are then scored by Tromp-Taylor
+  area counting with leelaz's own rules code (the default; it also rejects illegal moves, with
+  positional superko), by a referee GTP engine's `final_score` (--referee, e.g. GNU Go, which
+  also judges legality), or by engine 1's `final_score` (--referee engine1, as Leela Zero's
+  validation tool does);
+- an engine that crashes, times out, answers garbage or plays an illegal move loses that game
+  (and is restarted for the next one);
+- each game is written as an SGF file (atomically) when --sgf-dir is given;
+- the summary gives wins, the 95% confidence interval of the score, Elo = 400 log10(W/L) with
+  its interval, and with --sprt a sequential test of elo0=0 against elo1=35 (alpha = beta =
+  0.05) that stops the match as soon as it decides;
+- --jobs N plays N games at once (each worker has its own engines, started lazily);
+  --time-limit stops handing out games;
+- --first-game K numbers the games from K, so a match can be split over several runs (colours
+  and SGF names follow the absolute game number), and --tally DIR... re-scores the SGF files of
+  all the runs together (RE, PB/PW and the GC ending class: forfeits and crashes are counted).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+
+import click
+
+from leelaz.files import write_text_atomic
+from leelaz.tools import ToolError
+from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
+from leelaz.tools.match_stats import (elo, forfeit_line, score_interval, sprt_bounds,
+                                      sprt_decided, sprt_llr, summary)
+from leelaz.tools.progress import progress
+
+__all__ = ["command", "main", "play", "tally", "elo", "score_interval", "sprt_bounds",
+           "sprt_llr", "summary"]
+
+
+def engine1_score(game: GameRecord, name1: str) -> float:
+    """Engine 1's point for a game: 1 for a win, 0 for a loss, 1/2 with no result."""
+    if game.winner is None:
+        return 0.5
+    return 1.0 if (game.black if game.winner == "B" else game.white) == name1 else 0.0
+
+
+class Scoreboard:
+    """What the workers share: the next game number, the score, and whether to stop.
+
+    Everything goes through one lock, so the per-game lines and running summaries of parallel
+    games never interleave, and an SPRT decision or the time limit stops new games at once
+    (games already being played still finish and count: dropping them would bias the score
+    towards the faster results)."""
+
+    def __init__(self, settings: MatchSettings, bar=None):
+        self.settings = settings
+        self.bar = bar if bar is not None else progress(None, "", enabled=False)
+        self.lock = threading.Lock()
+        self.next_number = settings.first_game
+        self.end_number = settings.first_game + settings.games
+        self.deadline = (time.monotonic() + settings.time_limit) if settings.time_limit else None
+        self.wins = 0.0
+        self.played = 0
+        self.forfeits: dict[str, dict[str, int]] = {settings.name1: {}, settings.name2: {}}
+        self.stopped = False  # SPRT decided, or the match was interrupted
+        self.closed = False  # interrupted: record nothing more
+
+    def add(self, game: GameRecord) -> None:
+        """Count a game (played here, or read back by --tally: the same arithmetic)."""
+        self.played += 1
+        self.wins += engine1_score(game, self.settings.name1)
+        for name in (game.black, game.white):
+            self.forfeits.setdefault(name, {})
+        if game.ending.startswith("forfeit") and game.winner is not None:
+            loser = game.white if game.winner == "B" else game.black
+            cause = game.ending.split(" ", 1)[-1]
+            self.forfeits[loser][cause] = self.forfeits[loser].get(cause, 0) + 1
+
+    def next_game(self) -> int | None:
+        """The next absolute game number to play, or None when the match is over."""
+        with self.lock:
+            if self.stopped or self.next_number >= self.end_number:
+                return None
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                return None
+            number = self.next_number
+            self.next_number += 1
+            return number
+
+    def record(self, number: int, game: GameRecord) -> None:
+        """Write the SGF, print the game's line and the running summary."""
+        s = self.settings
+        with self.lock:
+            if self.closed:
+                return
+            self.add(game)
+            if s.sgf_dir:
+                write_text_atomic(os.path.join(s.sgf_dir, f"game-{number + 1:03d}.sgf"),
+                                  sgf_text(game))
+            self.bar.say(f"game {number + 1}: B {game.black} W {game.white} {game.result} "
+                         f"({len(game.moves)} moves; {game.reason})")
+            line = summary(s.name1, self.wins, self.played, s.sprt)
+            self.bar.say("  " + line)
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"{s.name1} {self.wins:g}/{self.played}")
+            if s.sprt and sprt_decided(self.wins, self.played):
+                self.stopped = True
+
+    def close(self) -> None:
+        with self.lock:
+            self.stopped = self.closed = True
+
+
+def worker(table: MatchTable, board: Scoreboard, failures: list[str]) -> None:
+    """Play games from the shared counter until none is left. A failure that is not an
+    engine's fault (the referee process, the SGF folder) ends this worker only; the game it
+    was playing is reported and not counted."""
+    try:
+        while (number := board.next_game()) is not None:
+            try:
+                game = table.play_game(number)
+            except Exception as exc:  # noqa: BLE001 (reported, the other workers go on)
+                failures.append(f"game {number + 1} abandoned: {exc!r}")
+                print(f"game {number + 1} abandoned: {exc!r}", file=sys.stderr, flush=True)
+                return
+            board.record(number, game)
+    finally:
+        if not board.closed:
+            table.close()
+
+
+def play(settings: MatchSettings) -> int:
+    """Run the match with settings.jobs workers; print the final summary."""
+    with progress(settings.games, "games", unit="game") as bar:
+        board = Scoreboard(settings, bar)
+        jobs = max(1, min(settings.jobs, settings.games))
+        tables = [MatchTable(settings, None if jobs == 1 else i) for i in range(jobs)]
+        failures: list[str] = []
+        threads = [threading.Thread(target=worker, args=(t, board, failures), daemon=True)
+                   for t in tables]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.5)
+        except KeyboardInterrupt:
+            board.close()
+            print("interrupted", file=sys.stderr, flush=True)
+            for table in tables:
+                table.kill()
+    print(summary(settings.name1, board.wins, board.played, settings.sprt))
+    if any(board.forfeits.values()):
+        print(forfeit_line(board.forfeits))
+    return 1 if failures else 0
+
+
+def tally(settings: MatchSettings) -> int:
+    """Re-score the SGF files of one or more runs as a single match."""
+    paths = []
+    for folder in dict.fromkeys(os.path.realpath(d) for d in settings.tally):
+        try:
+            names = os.listdir(folder)
+        except OSError as exc:
+            raise ToolError(f"{folder}: {exc.strerror or exc}") from None
+        paths += sorted(os.path.join(folder, n) for n in names
+                        if re.fullmatch(r"game-\d+\.sgf", n))
+    names = [os.path.basename(p) for p in paths]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        print(f"warning: {name} appears in several folders (all are counted)", file=sys.stderr)
+    board = Scoreboard(settings)
+    board.forfeits = {}
+    for path in paths:
+        try:
+            game = read_game(path)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise ToolError(f"{path}: not a game written by leelaz match ({exc})") from None
+        if settings.name1 not in (game.black, game.white):
+            print(f"warning: {path}: {settings.name1} did not play; skipped", file=sys.stderr)
+            continue
+        board.add(game)
+    print(f"{board.played} games from {len(paths)} files")
+    print(summary(settings.name1, board.wins, board.played, settings.sprt))
+    print(forfeit_line(board.forfeits))
+    return 0 if board.played else 1
+
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+EPILOG = """\b
+Examples:
+  leelaz match --engine1 "leelaz -g -w net.gz --noponder -v 400" \\
+      --engine2 "/usr/games/leelaz --cpu-only -g -w net.gz --noponder -v 400" \\
+      --games 100 --referee "/usr/games/gnugo --mode gtp" --sgf-dir games/ --sprt
+  leelaz match --tally run1/sgf run2/sgf --name1 leelaz --sprt
+"""
+
+
+@click.command(context_settings=CONTEXT, epilog=EPILOG)
+@click.option("--engine1", default="", help="Command line of engine 1.")
+@click.option("--engine2", default="", help="Command line of engine 2.")
+@click.option("--name1", default="engine1", show_default=True)
+@click.option("--name2", default="engine2", show_default=True)
+@click.option("--games", type=click.IntRange(1, None), default=10, show_default=True,
+              help="Games to play in this run.")
+@click.option("--first-game", type=click.IntRange(0, None), default=0,
+              help="Number of this run's first game (0-based), to continue a match.")
+@click.option("--jobs", type=click.IntRange(1, None), default=1, show_default=True,
+              help="Games played at the same time.")
+@click.option("--time-limit", type=click.FloatRange(0, None), default=0.0,
+              help="Start no game after this many seconds (0: no limit).")
+@click.option("--tally", "tally_dirs", multiple=True, metavar="DIR",
+              help="Play nothing: score the game-*.sgf files in DIR (repeat, or list several "
+                   "folders after it).")
+@click.option("--komi", type=float, default=7.5, show_default=True)
+@click.option("--time-settings", default="", help='E.g. "0 5 1" (sent as time_settings).')
+@click.option("--setup1", multiple=True, help="Extra command for engine 1 (repeatable).")
+@click.option("--setup2", multiple=True, help="Extra command for engine 2 (repeatable).")
+@click.option("--referee", default="",
+              help='Scoring GTP engine, e.g. "gnugo --mode gtp"; "engine1" asks engine 1; '
+                   'default: built-in Tromp-Taylor.')
+@click.option("--sgf-dir", default="", help="Write game-NNN.sgf files here.")
+@click.option("--log-dir", default="", help="The engines' stderr logs go here.")
+@click.option("--max-moves", type=click.IntRange(1, None), default=722, show_default=True)
+@click.option("--timeout", type=click.FloatRange(0, None, min_open=True), default=60.0,
+              show_default=True, help="Seconds for ordinary commands.")
+@click.option("--move-timeout", type=click.FloatRange(0, None, min_open=True), default=600.0,
+              show_default=True, help="Seconds per genmove.")
+@click.option("--sprt", is_flag=True, help="Stop early when SPRT(0,35) decides.")
+@click.argument("more_dirs", nargs=-1, metavar="")
+def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit, tally_dirs,
+            komi, time_settings, setup1, setup2, referee, sgf_dir, log_dir, max_moves, timeout,
+            move_timeout, sprt, more_dirs) -> int:
+    """Play a match between two GTP engines and report the score, Elo and an SPRT."""
+    if more_dirs and not tally_dirs:
+        raise click.UsageError(f"unexpected argument {more_dirs[0]!r}")
+    if not tally_dirs and not (engine1 and engine2):
+        raise click.UsageError("--engine1 and --engine2 are required (unless --tally)")
+    settings = MatchSettings(
+        engine1=engine1, engine2=engine2, name1=name1,
+        name2=name2 + "'" if name1 == name2 else name2, games=games, first_game=first_game,
+        jobs=jobs, time_limit=time_limit, komi=komi, time_settings=time_settings,
+        setup1=list(setup1), setup2=list(setup2), referee=referee, sgf_dir=sgf_dir,
+        log_dir=log_dir, max_moves=max_moves, timeout=timeout, move_timeout=move_timeout,
+        sprt=sprt, tally=list(tally_dirs) + list(more_dirs))
+    return tally(settings) if settings.tally else play(settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`leelaz match ARGS` as a function (tests, scripts): returns the exit status."""
+    from leelaz.tools import run_verb
+
+    return run_verb(["match", *(sys.argv[1:] if argv is None else argv)])

@@ -1,0 +1,296 @@
+"""One table of a match: two GTP engines (and a referee) playing games one after another.
+
+Owns: the match's settings, a game's record and its SGF text, reading such an SGF back for
+`--tally`, the built-in Tromp-Taylor referee, and the rules of play (colours alternate, a crash,
+timeout, garbage answer or illegal move forfeits the game). Imports: leelaz.game,
+leelaz.gtp.client, leelaz.files.
+
+Engines run in their own session: a Ctrl-C or a `timeout -s INT` meant for the match reaches
+only the match, which then records nothing more and kills the engines, instead of racing their
+deaths into forfeits. An engine that does not answer in time is restarted, so a late reply
+cannot desynchronise it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from leelaz.game.coords import BLACK, GTP_COLUMNS, PASS, WHITE, parse_gtp_vertex, sgf_vertex
+from leelaz.game.state import GameState
+from leelaz.gtp.client import GtpClient, GtpErrorReply, GtpFailure, GtpTimeout
+
+
+@dataclass
+class MatchSettings:
+    """What `leelaz match` was asked to do (one field per option)."""
+
+    engine1: str = ""
+    engine2: str = ""
+    name1: str = "engine1"
+    name2: str = "engine2"
+    games: int = 10
+    first_game: int = 0
+    jobs: int = 1
+    time_limit: float = 0.0
+    komi: float = 7.5
+    time_settings: str = ""
+    setup1: list[str] = field(default_factory=list)
+    setup2: list[str] = field(default_factory=list)
+    referee: str = ""  # "": built-in Tromp-Taylor; "engine1": engine 1's final_score
+    sgf_dir: str = ""
+    log_dir: str = ""
+    max_moves: int = 722
+    timeout: float = 60.0
+    move_timeout: float = 600.0
+    sprt: bool = False
+    tally: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GameRecord:
+    black: str
+    white: str
+    komi: float
+    moves: list[tuple[str, str]] = field(default_factory=list)  # ("B", "D4")
+    winner: str | None = None  # "B", "W" or None (no result)
+    result: str = ""  # SGF RE value
+    reason: str = ""
+    ending: str = ""  # SGF GC value: "resign", "score", "forfeit <cause>", "no result"
+
+
+def sgf_point(move: str) -> str:
+    """GTP move -> SGF point; a pass is the empty point of FF[4]."""
+    v = parse_gtp_vertex(move)
+    return "" if v == PASS else sgf_vertex(v)
+
+
+def _escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("]", "\\]")
+
+
+def sgf_text(game: GameRecord) -> str:
+    head = (f"(;GM[1]FF[4]CA[UTF-8]SZ[19]KM[{game.komi:g}]RU[Chinese]"
+            f"PB[{_escape(game.black)}]PW[{_escape(game.white)}]RE[{_escape(game.result)}]"
+            f"GC[{_escape(game.ending)}]C[{_escape(game.reason)}]")
+    body = "".join(f";{c}[{sgf_point(v)}]" + ("\n" if i % 10 == 9 else "")
+                   for i, (c, v) in enumerate(game.moves))
+    return head + "\n" + body + ")\n"
+
+
+SGF_PROPERTY = r"(?<![A-Z]){key}\[((?:\\.|[^\]\\])*)\]"
+
+
+def sgf_property(text: str, key: str) -> str | None:
+    """The (unescaped) value of a root property written by sgf_text, or None."""
+    found = re.search(SGF_PROPERTY.format(key=key), text)
+    return re.sub(r"\\(.)", r"\1", found.group(1)) if found else None
+
+
+def read_game(path: str) -> GameRecord:
+    """The parts of a game-NNN.sgf that scoring needs: players, winner, ending."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    black, white = sgf_property(text, "PB"), sgf_property(text, "PW")
+    if black is None or white is None:
+        raise ValueError(f"{path}: no PB/PW")
+    result = sgf_property(text, "RE") or ""
+    komi = float(sgf_property(text, "KM") or 0)
+    game = GameRecord(black, white, komi, result=result,
+                      reason=sgf_property(text, "C") or "",
+                      ending=sgf_property(text, "GC") or "")
+    game.winner = result[0].upper() if result[:2].upper() in ("B+", "W+") else None
+    if not game.ending and result.endswith("+Forfeit"):
+        game.ending = "forfeit unknown"  # written before GC recorded the cause
+    return game
+
+
+def parse_score(text: str) -> tuple[str | None, str]:
+    """`B+3.5` / `W+Resign` / `0` -> (winner, RE value)."""
+    t = text.strip().split()[0] if text.strip() else ""
+    if t[:2].upper() in ("B+", "W+"):
+        return t[0].upper(), t[0].upper() + t[1:]
+    if t in ("0", "Draw", "draw"):
+        return None, "0"
+    raise GtpFailure(f"unreadable score {text!r}", "error")
+
+
+class RulesReferee:
+    """Legality (occupied, ko, suicide, positional superko) and Tromp-Taylor scoring with
+    leelaz.game, the same rules as Leela Zero's final_score."""
+
+    name = "tromp-taylor"
+
+    def __init__(self, komi: float):
+        self.state = GameState(komi=komi)
+
+    def play(self, color: str, move: str) -> bool:
+        c = BLACK if color == "B" else WHITE
+        v = parse_gtp_vertex(move)
+        if v == PASS:
+            self.state.play(c, v)
+            return True
+        if not self.state.is_legal(c, v):
+            return False
+        self.state.play(c, v)
+        return not self.state.superko()
+
+    def score(self) -> str:
+        s = self.state.final_score()
+        return f"B+{s:.1f}" if s > 0 else f"W+{-s:.1f}" if s < 0 else "0"
+
+
+def looks_like_move(text: str) -> bool:
+    """A strict GTP move: `pass` or a column letter and a row 1..19, nothing else."""
+    t = text.lower()
+    if t == "pass":
+        return True
+    return (len(t) >= 2 and t[0].upper() in GTP_COLUMNS and t[1:].isdigit()
+            and 1 <= int(t[1:]) <= 19)
+
+
+def ask(engine: GtpClient, command: str, timeout: float) -> str:
+    """engine.ask, restarting an engine that timed out (its late answer would come next)."""
+    try:
+        return engine.ask(command, timeout)
+    except GtpTimeout:
+        engine.restart()
+        raise
+
+
+class MatchTable:
+    """One worker's table: its own pair of engines (and referee process), which play the games
+    handed to it one after another. Several tables run side by side under --jobs. Engines are
+    started at their first game, so workers that never get a game never load a network."""
+
+    def __init__(self, settings: MatchSettings, worker: int | None = None):
+        self.settings = s = settings
+        if s.log_dir:
+            os.makedirs(s.log_dir, exist_ok=True)
+
+        def engine(name: str, command: str, role: str) -> GtpClient:
+            suffix = "" if worker is None else f"-w{worker}"
+            log = os.path.join(s.log_dir, f"{role}{suffix}.log") if s.log_dir else None
+            return GtpClient(command, name=name, stderr=log, new_session=True, start=False)
+
+        self.engines = [engine(s.name1, s.engine1, "engine1"),
+                        engine(s.name2, s.engine2, "engine2")]
+        self.referee = (engine("referee", s.referee, "referee")
+                        if s.referee not in ("", "engine1") else None)
+        self.rules: RulesReferee | None = None
+        if s.sgf_dir:
+            os.makedirs(s.sgf_dir, exist_ok=True)
+
+    def _everyone(self) -> list[GtpClient]:
+        return self.engines + ([self.referee] if self.referee else [])
+
+    def kill(self) -> None:
+        for e in self._everyone():
+            e.kill()
+
+    def close(self) -> None:
+        for e in self._everyone():
+            e.close()
+
+    def _setup(self, engine: GtpClient, extra: list[str]) -> None:
+        s = self.settings
+        for command in ["boardsize 19", "clear_board", f"komi {s.komi:g}"]:
+            ask(engine, command, s.timeout)
+        if s.time_settings:
+            ask(engine, f"time_settings {s.time_settings}", s.timeout)
+        for command in extra:
+            ask(engine, command, s.timeout)
+
+    def play_game(self, number: int) -> GameRecord:
+        """Game `number` (0-based): engine 1 is Black in even-numbered games."""
+        s = self.settings
+        first_black = number % 2 == 0
+        black, white = (self.engines if first_black else self.engines[::-1])
+        game = GameRecord(black.name, white.name, s.komi)
+        extras = {self.engines[0].name: s.setup1, self.engines[1].name: s.setup2}
+        for engine in (black, white):
+            try:
+                if not engine.alive():
+                    engine.restart()
+                self._setup(engine, extras[engine.name])
+            except GtpFailure as exc:
+                return self._forfeit(game, engine is black, f"setup failed: {exc}", "setup")
+        if self.referee is not None:
+            if not self.referee.alive():
+                self.referee.restart()
+            self._setup(self.referee, [])
+        self.rules = RulesReferee(s.komi)
+        return self._play_moves(game, {"B": black, "W": white})
+
+    def _play_moves(self, game: GameRecord, players: dict[str, GtpClient]) -> GameRecord:
+        s = self.settings
+        passes = 0
+        color = "B"
+        while True:
+            mover = players[color]
+            other = players["W" if color == "B" else "B"]
+            try:
+                move = ask(mover, f"genmove {color.lower()}", s.move_timeout).strip()
+            except GtpFailure as exc:
+                return self._forfeit(game, color == "B", str(exc), exc.cause, restart=mover)
+            if move.lower() == "resign":
+                game.winner = "W" if color == "B" else "B"
+                game.result = f"{game.winner}+Resign"
+                game.reason = f"{mover.name} resigned"
+                game.ending = "resign"
+                return game
+            if not looks_like_move(move):
+                return self._forfeit(game, color == "B", f"{mover.name} answered {move!r}",
+                                     "answer")
+            if not self.rules.play(color, move):
+                return self._forfeit(game, color == "B",
+                                     f"{mover.name} played illegal {move} (rules)", "illegal")
+            for judge in ([other] + ([self.referee] if self.referee else [])):
+                try:
+                    ask(judge, f"play {color.lower()} {move}", s.timeout)
+                except GtpErrorReply:
+                    return self._forfeit(game, color == "B",
+                                         f"{mover.name} played illegal {move} ({judge.name})",
+                                         "illegal")
+                except GtpFailure as exc:
+                    if judge is other:
+                        return self._forfeit(game, color == "W", str(exc), exc.cause,
+                                             restart=other)
+                    raise
+            game.moves.append((color, move.upper() if move.lower() != "pass" else "pass"))
+            passes = passes + 1 if move.lower() == "pass" else 0
+            color = "W" if color == "B" else "B"
+            if passes >= 2 or len(game.moves) >= s.max_moves:
+                return self._score(game, "two passes" if passes >= 2 else "move cap")
+
+    def _score(self, game: GameRecord, why: str) -> GameRecord:
+        game.ending = "score"
+        if self.settings.referee == "":
+            game.winner, game.result = parse_score(self.rules.score())
+            game.reason = f"{why}, scored by Tromp-Taylor"
+            return game
+        scorer = self.referee or self.engines[0]
+        try:
+            game.winner, game.result = parse_score(ask(scorer, "final_score",
+                                                       self.settings.timeout))
+        except GtpFailure as exc:
+            game.winner, game.result, game.ending = None, "?", "no result"
+            game.reason = f"{why}; scoring failed: {exc}"
+            return game
+        game.reason = f"{why}, scored by {scorer.name}"
+        return game
+
+    @staticmethod
+    def _forfeit(game: GameRecord, black_lost: bool, why: str, cause: str,
+                 restart: GtpClient | None = None) -> GameRecord:
+        game.winner = "W" if black_lost else "B"
+        game.result = f"{game.winner}+Forfeit"
+        game.reason = why
+        game.ending = f"forfeit {cause}"
+        if restart is not None:
+            try:
+                restart.restart()
+            except (OSError, GtpFailure):
+                pass
+        return game
