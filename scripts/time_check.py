@@ -21,7 +21,8 @@ The engine runs as a user would start it (`leelaz -g -w FILE`, pondering on unle
 --noponder, no time_left: it keeps its own clock, as under Sabaki or Lizzie; --time-left
 sends the clock kept here before each genmove, as a server does). Exit status 1 when any
 game was lost on time, broke the byo-yomi limit, or had an illegal move or a dead engine.
-Only the standard library; the engines are subprocesses.
+The engines are subprocesses driven by leelaz.gtp.client; run it from the checkout with
+PYTHONPATH=. (or with leelaz installed).
 """
 
 from __future__ import annotations
@@ -29,73 +30,30 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import queue
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from leelaz.backends.random_weights import make_random_weights
+from leelaz.gtp.client import GtpClient, GtpErrorReply, GtpFailure
 
 ROOT = Path(__file__).resolve().parent.parent
 COLOURS = ("b", "w")
 
 
-class EngineDied(Exception):
-    pass
-
-
-class Gtp:
-    """One GTP engine over pipes; stdout read by a thread so that replies can time out."""
+class Gtp(GtpClient):
+    """One GTP engine (leelaz.gtp.client): replies stripped, two minutes by default."""
 
     def __init__(self, argv: list[str], log_path: str | None = None):
-        self.log = open(log_path, "w") if log_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True, bufsize=1)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
+        super().__init__(argv, stderr=log_path)
 
     def ask(self, command: str, timeout: float = 120) -> str:
-        """Send a command; its reply text without `= ` (raises on `?` or a dead engine)."""
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        deadline = time.monotonic() + timeout
-        reply: list[str] = []
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise EngineDied(f"no reply to {command!r} in {timeout} s") from None
-            if line is None:
-                raise EngineDied(f"engine exited during {command!r}")
-            if not reply and not line.startswith(("=", "?")):
-                continue
-            if line.strip() == "" and reply:
-                break
-            reply.append(line.rstrip("\n"))
-        text = "\n".join(reply)
-        if text.startswith("?"):
-            raise ValueError(f"{command!r}: {text}")
-        return text[1:].strip()
+        return super().ask(command, timeout).strip()
 
     def close(self) -> None:
-        try:
-            self.ask("quit", timeout=10)
-        except (EngineDied, ValueError, OSError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.log is not subprocess.DEVNULL:
-            self.log.close()
+        super().close(timeout=10)
 
 
 @dataclass
@@ -172,7 +130,7 @@ def play_game(ours_cmd: list[str], gnugo_cmd: list[str], game: Game, max_moves: 
                 if move.lower() != "resign":
                     try:
                         gnugo.ask(f"play {colour} {move}")
-                    except ValueError as exc:
+                    except GtpErrorReply as exc:
                         game.failure = f"GNU Go refused our move: {exc}"
                         break
             else:
@@ -189,7 +147,7 @@ def play_game(ours_cmd: list[str], gnugo_cmd: list[str], game: Game, max_moves: 
             to_move = 1 - to_move
         if not game.result and not game.failure:
             game.result = score(gnugo, passes >= 2, max_moves)
-    except (EngineDied, ValueError) as exc:
+    except GtpFailure as exc:
         game.failure = game.failure or str(exc)
     finally:
         ours.close()
@@ -204,7 +162,7 @@ def score(gnugo: Gtp, ended: bool, max_moves: int) -> str:
         if ended:
             return gnugo.ask("final_score", timeout=120)
         return gnugo.ask("estimate_score", timeout=60) + f" (estimate at the {max_moves}-move cap)"
-    except (EngineDied, ValueError):
+    except GtpFailure:
         return "?"
 
 
@@ -213,11 +171,7 @@ def default_weights(folder: str) -> str:
     shipped = sorted(glob.glob(str(ROOT / "weights" / "*.gz")))
     if shipped:
         return shipped[0]
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import make_random_weights
-    path = os.path.join(folder, "net-1x8-s1.txt")
-    make_random_weights.write_weights(path, make_random_weights.random_tensors(1, 8, 1))
-    return path
+    return make_random_weights(os.path.join(folder, "net-1x8-s1.txt"), 1, 8, 1, tame=True)
 
 
 def main(argv: list[str] | None = None) -> int:
