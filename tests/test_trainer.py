@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -27,10 +26,7 @@ from leelaz.training.export import export_weights  # noqa: E402
 from leelaz.training.torch_model import LeelaNet  # noqa: E402
 
 import oracle  # noqa: E402
-from paths import SCRIPTS  # noqa: E402
-
-sys.path.insert(0, str(SCRIPTS))
-import train as train_script  # noqa: E402
+from leelaz.tools import train as train_script  # noqa: E402
 
 
 def first_games(tygem_dir, n: int, month: str = "2011-12") -> list[str]:
@@ -302,3 +298,80 @@ def test_supervised_iterator_gives_the_same_batches_as_the_fast_replay(tygem_dir
                               str(out), "--workers", "1", "--no-progress", "--device",
                               "cpu"]) == 0
     assert (out / "leelaz-1x8.txt.gz").exists()
+
+
+def test_from_weights_then_export_gives_the_same_network(random_weights, tmp_path):
+    """Load a Leela Zero file into the trainer's model and export it: the reloaded network
+    (and the model's own forward pass) equals the file's, through the independent oracle."""
+    source = random_weights(2, 16, seed=7)
+    weights = load_weights(source)
+    net = LeelaNet.from_weights(weights)
+    path = str(tmp_path / "again.txt")
+    export_weights(net, path)
+    again = load_weights(path)
+    pairs = [(weights.input_conv, again.input_conv), (weights.policy_conv, again.policy_conv),
+             (weights.value_conv, again.value_conv)]
+    pairs += [pair for a, b in zip(weights.tower, again.tower) for pair in zip(a, b)]
+    for a, b in pairs:
+        for name in ("weights", "mean", "scale"):
+            np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=2e-5,
+                                       atol=1e-6)
+    for name in ("policy_fc_w", "policy_fc_b", "value_fc1_w", "value_fc1_b", "value_fc2_w",
+                 "value_fc2_b"):
+        np.testing.assert_allclose(getattr(again, name), getattr(weights, name), rtol=2e-5,
+                                   atol=1e-6)
+    planes = (np.random.default_rng(3).random((4, 18, 19, 19)) < 0.3).astype(np.float32)
+    planes[:, 16] = 1
+    planes[:, 17] = 0
+    logits, v_naive = oracle.forward(weights, planes)
+    p_torch, v_torch = torch_eval(net, planes)
+    assert np.abs(oracle.softmax(logits) - p_torch).max() < 1e-4
+    assert np.abs(v_naive - v_torch).max() < 1e-4
+
+
+def test_version_2_networks_are_refused_for_training(random_weights):
+    with pytest.raises(ValueError, match="version 2"):
+        LeelaNet.from_weights(load_weights(random_weights(1, 8, version=2)))
+
+
+def test_train_function_on_chunks_continues_and_starts_from_weights(tygem_dir, tmp_path,
+                                                                      random_weights):
+    """The Zero loop's entry point: chunks from dump_supervised, a network to start from,
+    a killed run continued up to its total, a finished run returning at once."""
+    from leelaz.training.supervised import dump_supervised
+    from leelaz.training.trainer import train
+
+    sgf = tmp_path / "slice.sgf"
+    sgf.write_text("".join(first_games(tygem_dir, 3)))
+    dump_supervised(str(sgf), str(tmp_path / "chunk"), log=lambda _: None, seed=1)
+    chunks = sorted(str(p) for p in tmp_path.glob("chunk.*.gz"))
+    assert chunks
+    start = random_weights(1, 8, seed=2)
+    out = tmp_path / "run"
+    settings = dict(blocks=1, filters=8, batch=16, device="cpu", val_positions=50,
+                    val_fraction=0.1, init_weights=start)
+    first = train(chunks, str(out), steps=3, **settings)
+    assert first.steps_done == 3 and first.samples == 48
+    assert load_weights(first.weights_path).blocks == 1
+    more = train(chunks, str(out), steps=5, **settings)  # continues: 2 more steps
+    assert more.steps_done == 5 and more.samples == 80
+    done = train(chunks, str(out), steps=5, **settings)  # finished: nothing to do
+    assert done.steps_done == 5 and done.metrics is None
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+
+    # A fresh run from the start network with lr 0: the weights it exports are the start
+    # network's (only batch norm's running statistics move during a training step).
+    still = train(chunks, str(tmp_path / "still"), steps=1, lr=0.0, lr_final=0.0,
+                  **settings)
+    a, b = load_weights(start), load_weights(still.weights_path)
+    for x, y in [(a.input_conv, b.input_conv), *zip(a.tower[0], b.tower[0])]:
+        np.testing.assert_allclose(y.weights, x.weights, rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(b.policy_fc_w, a.policy_fc_w, rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(b.value_fc2_b, a.value_fc2_b, rtol=2e-5, atol=1e-7)
+
+
+def test_train_verb_says_what_is_wrong(tmp_path):
+    assert train_script.main(["--data", str(tmp_path / "none.gz"), "--steps", "1", "--out",
+                              str(tmp_path / "o"), "--no-progress"]) == 1
+    assert train_script.main(["--data", "x.gz", "--out", str(tmp_path / "o")]) == 2

@@ -19,6 +19,7 @@ import click
 #: Verb name -> module defining `command`.
 VERBS = {
     "match": "leelaz.tools.match",
+    "train": "leelaz.tools.train",
     "weights": "leelaz.tools.weights",
 }
 

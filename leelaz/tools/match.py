@@ -1,7 +1,7 @@
 """`leelaz match`: play a match between two GTP engines; report the score, Elo and an SPRT.
 
 Owns: the verb's command line, the scoreboard the parallel tables share, and `--tally`.
-Imports: click, leelaz.files, tools.match_games, tools.match_stats, tools.progress.
+Imports: click, leelaz.files, tools.match_games, tools.match_stats, leelaz.progress.
 
 A stand-in for gomill's ringmaster / gogui-twogtp / Leela Zero's validation tool:
 - colours alternate every game (engine 1 takes Black in games 1, 3, 5, ...);
@@ -39,7 +39,7 @@ from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
 from leelaz.tools.match_stats import (elo, forfeit_line, score_interval, sprt_bounds,
                                       sprt_decided, sprt_llr, summary)
-from leelaz.tools.progress import progress
+from leelaz.progress import progress
 
 __all__ = ["command", "main", "play", "tally", "elo", "score_interval", "sprt_bounds",
            "sprt_llr", "summary"]

@@ -39,6 +39,15 @@ class ConvBN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.bn(self.conv(x)) + self.beta.view(1, -1, 1, 1).to(x.dtype)
 
+    @torch.no_grad()
+    def load_folded(self, weights, mean, scale) -> None:
+        """Set this layer from the engine's folded form: scale * (conv(x) - mean)."""
+        self.conv.weight.copy_(torch.from_numpy(weights.reshape(self.conv.weight.shape).copy()))
+        self.bn.running_mean.copy_(torch.from_numpy(mean.astype("float32")))
+        scale = torch.from_numpy(scale.astype("float64"))
+        self.bn.running_var.copy_((1.0 / scale ** 2 - BN_EPSILON).clamp(min=0.0).float())
+        self.beta.zero_()
+
 
 class ResidualBlock(nn.Module):
     def __init__(self, filters: int):
@@ -92,6 +101,33 @@ class LeelaNet(nn.Module):
         v = F.relu(self.value_fc1(v))
         value = torch.tanh(self.value_fc2(v)).squeeze(1)
         return policy, value
+
+    @classmethod
+    def from_weights(cls, weights) -> "LeelaNet":
+        """The network of a loaded Leela Zero weights file (backends.base.NetWeights), so that
+        training can start from an existing network; exporting it gives the same numbers.
+
+        NetWeights holds batch norm folded as the engine uses it (mean - bias, and
+        1/sqrt(var + eps)); here the mean is that folded mean, beta is 0 and the variance is
+        recovered from the scale, which computes the same function. Version 2 files (ELF's,
+        the value for Black) would train a value head of the wrong sign and are refused."""
+        if weights.version != 1:
+            raise ValueError(f"{weights.source or 'weights'}: version {weights.version} "
+                             "networks cannot be trained here (only version 1)")
+        net = cls(weights.blocks, weights.filters)
+        layers = [(net.input_conv, weights.input_conv)]
+        for block, (first, second) in zip(net.tower, weights.tower):
+            layers += [(block.first, first), (block.second, second)]
+        layers += [(net.policy_conv, weights.policy_conv), (net.value_conv, weights.value_conv)]
+        with torch.no_grad():
+            for layer, conv in layers:
+                layer.load_folded(conv.weights, conv.mean, conv.scale)
+            for fc, w, b in ((net.policy_fc, weights.policy_fc_w, weights.policy_fc_b),
+                             (net.value_fc1, weights.value_fc1_w, weights.value_fc1_b),
+                             (net.value_fc2, weights.value_fc2_w, weights.value_fc2_b)):
+                fc.weight.copy_(torch.from_numpy(w.reshape(fc.weight.shape).copy()))
+                fc.bias.copy_(torch.from_numpy(b.reshape(fc.bias.shape).copy()))
+        return net
 
     def conv_bns(self) -> list[ConvBN]:
         """Every conv+BN in weights-file order (input, tower, then policy and value heads

@@ -1,7 +1,7 @@
-"""Progress bars for the verbs' long work: tqdm when it is installed, nothing when it is not.
+"""Progress bars for long work: tqdm when it is installed, nothing when it is not.
 
-Owns: `progress(total, desc)`, the one way a verb shows progress. Imports: tqdm (an extra:
-`pip install 'leelaz[train]'` or `pip install tqdm`), lazily.
+Owns: `progress(total, desc)`, the one way the verbs and the trainer show progress. Imports:
+tqdm (an extra: `pip install 'leelaz[tools]'`), lazily; any module may use it.
 
 The bar goes to stderr and only when stderr is a terminal, so piped output and logs hold just
 the verb's own lines; `say` prints a line above the bar without breaking it.

@@ -1,0 +1,62 @@
+"""The settings and the outcome of a training run, without PyTorch.
+
+Owns: TrainConfig (every option of `leelaz train`, with its default), TrainResult and
+TrainingError. Imports: stdlib only, so `leelaz train --help` works where PyTorch is not
+installed and tells what to install.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+class TrainingError(ValueError):
+    """Bad training input (no data, mixed data kinds, a checkpoint of another shape)."""
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a training run; `leelaz train` has one option per field."""
+
+    data: list[str]
+    out_dir: str
+    blocks: int = 6
+    filters: int = 128
+    steps: int = 0  # 0: until seconds
+    seconds: float = 0.0  # 0: until steps
+    batch: int = 1024
+    lr: float = 0.002  # peak learning rate
+    lr_final: float = 0.00001
+    warmup: float = 0.04  # fraction of the run
+    optimizer: str = "adamw"  # or "sgd"
+    momentum: float = 0.9  # SGD momentum / Adam beta1
+    l2: float = 0.01  # weight decay of conv/FC weights (SGD: L2; AdamW: decoupled)
+    value_weight: float = 1.0
+    val: list[str] = field(default_factory=list)
+    val_fraction: float = 0.05
+    val_games: int = 2000  # cap on held-out games replayed
+    val_positions: int = 50000
+    sgf_loader: str = "fast"  # or "supervised"
+    device: str = "auto"
+    amp: bool = True  # bf16 autocast on CUDA
+    workers: int = os.cpu_count() or 1
+    seed: int = 1
+    export_name: str | None = None  # default: leelaz-BxF.txt.gz
+    init_weights: str | None = None  # start from this Leela Zero weights file
+    resume_from: str | None = None  # warm restart from this checkpoint
+    continue_run: bool = False  # go on from out_dir's checkpoint up to `steps` in all
+    eval_seconds: float = 120.0
+    eval_steps: int = 0  # also evaluate every N steps
+    checkpoint_seconds: float = 150.0
+    progress: bool = True
+    quiet: bool = False
+
+
+@dataclass
+class TrainResult:
+    weights_path: str  # the Leela Zero weights file, written atomically in out_dir
+    checkpoint_path: str
+    steps_done: int  # all steps of this network, earlier runs included
+    samples: int
+    metrics: dict | None = None  # the last evaluation (None when no step was needed)
