@@ -94,3 +94,32 @@ def test_weights_random_info_convert(tmp_path):
     done = leelaz("weights", "info", str(gz), str(text))
     assert done.stdout.splitlines() == [f"{gz}: version 1, 2 blocks x 16 filters, gzip",
                                         f"{text}: version 1, 2 blocks x 16 filters, text"]
+
+
+def test_dump_supervised_verb_writes_what_the_gtp_command_writes(tygem_dir, tmp_path):
+    """Each file is dumped as `dump_supervised FILE OUT/NAME` would, seeded per file; a
+    missing file is one error line."""
+    from leelaz.training.supervised import dump_supervised
+
+    with gzip.open(tygem_dir / "tygem-9d-2011-12.sgf.gz", "rt") as f:
+        lines = [next(f) for _ in range(40)]
+    (tmp_path / "a.sgf").write_text("".join(lines[:35]))
+    (tmp_path / "b.sgf").write_text("".join(lines[35:]))
+    out = tmp_path / "out"
+    done = leelaz("dump-supervised", str(tmp_path / "a.sgf"), str(tmp_path / "b.sgf"),
+                  "-o", str(out), "--seed", "5", "-j", "2")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["a.0.gz", "a.1.gz", "b.0.gz"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for seed, name in enumerate("ab", 5):
+        dump_supervised(str(tmp_path / f"{name}.sgf"), str(mine / name), log=lambda _: None,
+                        seed=seed)
+    for chunk in out.iterdir():
+        assert gzip.decompress(chunk.read_bytes()) == \
+            gzip.decompress((mine / chunk.name).read_bytes())
+    assert "40 games, 40 dumped" in done.stderr
+
+    done = leelaz("dump-supervised", str(tmp_path / "missing.sgf"), "-o", str(out))
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"ERROR: {tmp_path / 'missing.sgf'}: no such file"

@@ -21,6 +21,7 @@ VERBS = {
     "match": "leelaz.tools.match",
     "train": "leelaz.tools.train",
     "weights": "leelaz.tools.weights",
+    "dump-supervised": "leelaz.tools.dump_supervised",
 }
 
 
