@@ -123,3 +123,30 @@ def test_dump_supervised_verb_writes_what_the_gtp_command_writes(tygem_dir, tmp_
     done = leelaz("dump-supervised", str(tmp_path / "missing.sgf"), "-o", str(out))
     assert done.returncode == 1
     assert done.stderr.strip() == f"ERROR: {tmp_path / 'missing.sgf'}: no such file"
+
+
+def _figures(text: str, row: str) -> list[float]:
+    """The numbers of the last table row that starts with `row`."""
+    line = [x for x in text.splitlines() if x.split()[:1] == [row]][-1]
+    return [float(x.replace(",", "")) for x in line.split()[1:]]
+
+
+def test_bench_analyze_reads_both_engines_info_lines(lz_binary, random_weights):
+    done = leelaz("bench", "analyze", "-w", random_weights(1, 8), "--seconds", "0.6",
+                  "--moves", "40,200", "--interval", "10")
+    assert done.returncode == 0, done.stderr
+    ours, reference, ratio = _figures(done.stdout, "mean")
+    assert ours > 0 and reference > 0
+    assert ratio == pytest.approx(ours / reference, rel=0.02)
+    assert len([x for x in done.stdout.splitlines() if "visits in" in x]) == 4
+
+
+def test_bench_engine_and_search_run(lz_binary, random_weights):
+    done = leelaz("bench", "engine", "-w", random_weights(1, 8), "-v", "60", "--runs", "1")
+    assert done.returncode == 0, done.stderr
+    assert _figures(done.stdout, "leelaz")[0] >= 60 and _figures(done.stdout, "LZ")[1] >= 60
+    done = leelaz("bench", "search", "-v", "100", "--batch", "1,8", "--runs", "1")
+    assert done.returncode == 0, done.stderr
+    assert _figures(done.stdout, "instant")[1] >= 99  # playouts of the last batch size
+    done = leelaz("bench", "net", "-w", "x8")
+    assert done.returncode == 1 and "BLOCKSxFILTERS" in done.stderr

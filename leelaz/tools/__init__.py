@@ -20,6 +20,7 @@ import click
 VERBS = {
     "match": "leelaz.tools.match",
     "train": "leelaz.tools.train",
+    "bench": "leelaz.tools.bench",
     "weights": "leelaz.tools.weights",
     "dump-supervised": "leelaz.tools.dump_supervised",
 }

@@ -2,10 +2,10 @@
 # On the lent GPU machine (the device tool): NVIDIA OpenCL set-up, the OpenCL tests, our
 # evals/s table, and C++ Leela Zero 0.17 --benchmark on the same random networks.
 #
-#   bash scripts/bench_gpu.sh [STAGES]     STAGES from: test ours chooser lz  (default: all)
+#   bash dev/bench_gpu.sh [STAGES]     STAGES from: test ours chooser lz  (default: all)
 #
-# Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (scripts/
-# pack_reference_gpu.sh) carried. Nets are generated here with scripts/make_random_weights.py
+# Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (dev/
+# pack_reference_gpu.sh) carried. Nets are generated here with leelaz weights random --tame
 # (seeded: the same bytes every time). Env: NETS ("10x128 20x256 40x256"), BATCHES,
 # SECONDS_PER (timing per batch size), LZ_RUNS (NET:ARGS;...), BUDGET (seconds for the whole
 # script; stages that would start too late are skipped), OURS_UNTIL, OURS_ARGS. Results: $OUT.
@@ -29,7 +29,7 @@ left() { echo $((BUDGET - SECONDS)); }
 
 W=/tmp/nets; mkdir -p $W
 for n in $NETS; do
-  [ -f $W/$n.txt ] || python3 scripts/make_random_weights.py --blocks ${n%x*} --filters ${n#*x} \
+  [ -f $W/$n.txt ] || python3 -m leelaz weights random --tame --blocks ${n%x*} --filters ${n#*x} \
     -o $W/$n.txt &
 done
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=csv | tee $OUT/gpu.txt
@@ -50,8 +50,8 @@ if [[ " $STAGES " == *" ours "* ]]; then
   for n in $NETS; do
     until=$(( OURS_UNTIL - SECONDS ))
     [ "$until" -gt 30 ] || { echo "skipped $n: out of time"; continue; }
-    LEELAZ_TUNER_VERBOSE=${VERBOSE:-1} timeout $until python3 scripts/bench_opencl.py \
-      -w $W/$n.txt --batches $BATCHES --seconds $SECONDS_PER \
+    LEELAZ_TUNER_VERBOSE=${VERBOSE:-1} timeout $until python3 -m leelaz bench net --backend opencl \
+      -w $W/$n.txt --batches ${BATCHES// /,} --seconds $SECONDS_PER --no-reference --profile \
       ${OURS_ARGS:-} 2>&1 | tee -a $OUT/ours.txt
   done
   cp ~/.local/share/leelaz/opencl_tuning.json $OUT/ 2>/dev/null

@@ -2,11 +2,11 @@
 # On the lent GPU machine (the device tool): the whole engine's --benchmark (search + network,
 # visits/s) against C++ Leela Zero 0.17's --benchmark on the same networks, GPU and run.
 #
-#   bash scripts/bench_engine_gpu.sh        (carry .whl and .lzpack; results under $OUT)
+#   bash dev/bench_engine_gpu.sh        (carry .whl and .lzpack; results under $OUT)
 #
 # Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (made by
-# scripts/pack_reference_gpu.sh, with Leela Zero's tuning file for the GPU). Random nets are
-# generated here with scripts/make_random_weights.py (seeded); the shipped network is measured
+# dev/pack_reference_gpu.sh, with Leela Zero's tuning file for the GPU). Random nets are
+# generated here with leelaz weights random --tame (seeded); the shipped network is measured
 # too, because random nets give degenerate trees. Env: NETS, OURS_ARGS and LZ_ARGS
 # (';'-separated argument sets), ROUNDS (each round runs every net and setting once, so the
 # two engines alternate and drift in the machine's speed hits both), BUDGET (seconds).
@@ -27,7 +27,7 @@ left() { echo $((BUDGET - SECONDS)); }
 
 W=/tmp/nets; mkdir -p $W
 for n in $NETS; do
-  [ -f $W/$n.txt ] || python3 scripts/make_random_weights.py --blocks ${n%x*} --filters ${n#*x} \
+  [ -f $W/$n.txt ] || python3 -m leelaz weights random --tame --blocks ${n%x*} --filters ${n#*x} \
     -o $W/$n.txt 2>/dev/null &
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt

@@ -1,33 +1,32 @@
-#!/usr/bin/env python3
-"""Speed of the game core: random playouts, and what one search step costs.
+"""`leelaz bench board`: speed of the game core (random playouts, what one search step costs).
 
-    python scripts/bench_board.py [--seconds 3] [--seed 1]
+Owns: the board benchmark. Imports: game/, tools.bench.common.
 
-Prints moves per second of random playouts (uniformly random legal moves that do not fill a
-true eye of the mover, from the empty board until both sides pass), and the cost in
-microseconds of GameState.copy(), copy()+play(), Board.copy(), legal_moves() and superko()
-at a middle-game position (move 150 of a random game). The search copies a state and plays a
-move on every playout step, so copy()+play() is the figure to keep under 30 us.
-Times are CPU time of this process (time.process_time), so other busy processes on a shared
-machine disturb the figures less.
+Moves per second of random playouts (uniformly random legal moves that do not fill a true eye
+of the mover, from the empty board until both sides pass), and the cost in microseconds of
+GameState.copy(), copy()+play(), Board.copy(), legal_moves() and superko() at a middle-game
+position (move 150 of a random game). The search copies a state and plays a move on every
+playout step, so copy()+play() is the figure to keep under 30 us. Times are CPU time of this
+process, so other busy processes on a shared machine disturb the figures less.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import random
 import time
 
+import click
+
 from leelaz.game.board import Board
 from leelaz.game.coords import PASS
 from leelaz.game.state import GameState
+from leelaz.tools.bench.common import CONTEXT, say, table
 
 
 def playout(board: Board, rng: random.Random) -> int:
     """Play random non-eye-filling legal moves on `board` until two passes; return moves."""
-    moves = 0
-    passes = 0
+    moves = passes = 0
     while passes < 2 and moves < 1000:
         color = board.to_move
         candidates = board.empty[:board.empty_cnt].tolist()
@@ -78,35 +77,27 @@ def per_call_us(fn, seconds: float) -> float:
     return elapsed / calls * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-
-    games, moves, elapsed = bench_playouts(args.seconds, args.seed)
-    state = middle_game(args.seed)
+@click.command("board", context_settings=CONTEXT)
+@click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=3.0,
+              show_default=True, help="Time per measurement.")
+@click.option("--seed", type=int, default=1, show_default=True)
+def command(seconds: float, seed: int) -> None:
+    """Random playouts per second and the cost of a search step's board work."""
+    games, moves, elapsed = bench_playouts(seconds, seed)
+    state = middle_game(seed)
     color = state.to_move
     legal = state.legal_moves(color)
     cycle = itertools.cycle(legal)
-    t = args.seconds / 3
-
+    t = seconds / 3
     rows = [
-        ("random playouts", f"{moves / elapsed:,.0f} moves/s",
-         f"{games} games, {moves / games:.0f} moves/game"),
-        ("GameState.copy()", f"{per_call_us(state.copy, t):.1f} us", "move 150"),
-        ("copy() + play()",
+        ["random playouts", f"{moves / elapsed:,.0f} moves/s",
+         f"{games} games, {moves / games:.0f} moves/game"],
+        ["GameState.copy()", f"{per_call_us(state.copy, t):.1f} us", "move 150"],
+        ["copy() + play()",
          f"{per_call_us(lambda: state.copy().play(color, next(cycle)), t):.1f} us",
-         f"over the {len(legal)} legal moves"),
-        ("Board.copy()", f"{per_call_us(state.board.copy, t):.1f} us", ""),
-        ("legal_moves()", f"{per_call_us(lambda: state.legal_moves(color), t):.1f} us", ""),
-        ("superko()", f"{per_call_us(state.superko, t):.2f} us", "150 earlier positions"),
+         f"over the {len(legal)} legal moves"],
+        ["Board.copy()", f"{per_call_us(state.board.copy, t):.1f} us", ""],
+        ["legal_moves()", f"{per_call_us(lambda: state.legal_moves(color), t):.1f} us", ""],
+        ["superko()", f"{per_call_us(state.superko, t):.2f} us", "150 earlier positions"],
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'what':<{width}}  {'speed':>16}  note")
-    for name, value, note in rows:
-        print(f"{name:<{width}}  {value:>16}  {note}")
-
-
-if __name__ == "__main__":
-    main()
+    say(table(["what", "speed", "note"], rows))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pack the C++ Leela Zero 0.17 (Debian's leela-zero) with its libraries into .lzpack/, so it
 # runs on the lent GPU machine beside leelaz (shared/docs/reference-on-gpu.md). .lzpack/ is
-# git-excluded; name it in the device call's `carry`. scripts/bench_gpu.sh runs it there.
+# git-excluded; name it in the device call's `carry`. dev/bench_gpu.sh runs it there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x /usr/lib/leelaz/bin/leelaz ]; then

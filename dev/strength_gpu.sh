@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (the device tool), from the repo root: a strength match of leelaz
-# against C++ Leela Zero 0.17 or GNU Go 3.8, many games at once (scripts/match.py --jobs),
+# against C++ Leela Zero 0.17 or GNU Go 3.8, many games at once (leelaz match --jobs),
 # within one device command (no new game after LIMIT s; the match is cut at HARD s). A match
 # longer than one command is split: run again with FIRST=<games so far> and combine the
-# SGF tars with `scripts/match.py --tally DIR...`.
+# SGF tars with `leelaz match --tally DIR...`.
 #
-#   bash scripts/strength_gpu.sh parity   ours -v 200 -t 1 vs LZ -v 200 -t 1 --batchsize 1
-#   bash scripts/strength_gpu.sh batch    ours -v 200 (default threads/batch) vs LZ -t 1
-#   bash scripts/strength_gpu.sh gnugo    ours -v 400 vs GNU Go --level 10, komi 7.5
+#   bash dev/strength_gpu.sh parity   ours -v 200 -t 1 vs LZ -v 200 -t 1 --batchsize 1
+#   bash dev/strength_gpu.sh batch    ours -v 200 (default threads/batch) vs LZ -t 1
+#   bash dev/strength_gpu.sh gnugo    ours -v 400 vs GNU Go --level 10, komi 7.5
 #
-# Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (scripts/pack_reference_gpu.sh) and .gnugo/
-# (scripts/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
+# Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (dev/pack_reference_gpu.sh) and .gnugo/
+# (dev/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
 # HARD (560), VISITS (200/200/400), EXTRA1 / EXTRA2 (more args for ours / the reference),
 # OPENING (args for both LZ engines, default "-m 10 --precision single"; ours only "-m 10"
 # against GNU Go), OUT (/tmp/strength-out),
 # SPRT=1 (stop when SPRT(0,35) decides; off by default so that every run plays its games:
-# `match.py --tally --sprt` gives the LLR of the combined runs).
+# `leelaz match --tally DIR... --sprt` gives the LLR of the combined runs).
 # LOCAL=1 is the dry run for a machine without a GPU: --cpu-only engines, /usr/games binaries,
-# e.g. LOCAL=1 VISITS=2 GAMES=2 JOBS=2 bash scripts/strength_gpu.sh parity
+# e.g. LOCAL=1 VISITS=2 GAMES=2 JOBS=2 bash dev/strength_gpu.sh parity
 # Results: $OUT/<mode>-<FIRST>.txt (the games and the summary) and $OUT/<mode>-<FIRST>.tar.gz
 # (the SGFs, game-NNN.sgf by absolute number).
 set -u
@@ -84,7 +84,7 @@ fi
 
 # The match gets SIGINT at HARD s: it stops recording, prints its summary and kills the
 # engines (they run in their own sessions); unfinished games are lost.
-timeout -s INT -k 20 $((HARD - SECONDS)) python3 scripts/match.py \
+timeout -s INT -k 20 $((HARD - SECONDS)) python3 -m leelaz match \
   --engine1 "$ENGINE1" --engine2 "$ENGINE2" --name1 leelaz --name2 "$NAME2" \
   --games "$GAMES" --first-game "$FIRST" --jobs "$JOBS" --time-limit "$(( LIMIT > SECONDS + 1 ? LIMIT - SECONDS : 1 ))" \
   --komi 7.5 --sgf-dir "$W/sgf" --log-dir "$W/logs" $([ "$SPRT" = 1 ] && echo --sprt) 2>&1 | tee -a "$REPORT"

@@ -1,0 +1,31 @@
+"""`leelaz bench`: benchmarks of the board, the network, the search, the whole engine and
+lz-analyze, with the C++ Leela Zero 0.17 measured in the same run where it is installed.
+
+Owns: the `bench` group; each mode is a module of this package. Imports: click and the modes.
+Speed targets live here (and in the README's tables made with these commands), never in tests.
+"""
+
+from __future__ import annotations
+
+import click
+
+from leelaz.tools.bench import analyze, board, data, engine, net, search
+from leelaz.tools.bench.common import CONTEXT
+
+EPILOG = """\b
+Examples:
+  leelaz bench board --seconds 3
+  leelaz bench net -w 6x128 -w 10x128 --batches 1,8,32
+  leelaz bench search --batch 1,32 --runs 5        (the search's own cost, instant network)
+  leelaz bench engine -w 6x128 -v 3200 -t 2 --runs 3
+  leelaz bench analyze --seconds 4                 (lz-analyze on a 9-dan game, both engines)
+"""
+
+
+@click.group(context_settings=CONTEXT, epilog=EPILOG)
+def command() -> None:
+    """Benchmarks, ours and the C++ Leela Zero 0.17's in the same run."""
+
+
+for _mode in (board, net, search, engine, analyze, data):
+    command.add_command(_mode.command)

@@ -1,0 +1,164 @@
+"""`leelaz bench analyze`: visits per second of `lz-analyze` on real positions, as a Lizzie or
+Sabaki user sees them, for our engine and the C++ Leela Zero 0.17 in the same run.
+
+Owns: that measurement. Imports: gtp.client, tools.bench.common, cli (the shipped network).
+
+For each engine command line (a GTP engine, started once; start-up is not timed): at each
+--moves position of the game, `loadsgf GAME MOVE`, then `lz-analyze` for --seconds; the speed
+is the sum of the visits of the last `info` line over the time from the command to that line.
+Positions and engines alternate (each position is measured on one engine, then at once on the
+other), --rounds times, and the best of the rounds counts, so that drift in the machine's
+speed hits both. The default game is a 9-dan game (tygem, December 2011, a month the shipped
+network never trained on) at moves 40, 120 and 200.
+
+Both command lines are plain text and replaceable, e.g. on a GPU machine:
+    leelaz bench analyze --ours "leelaz --gtp -w net.gz" \\
+        --reference ".lzpack/leelaz --gtp -w net.gz -t 32 --batchsize 16"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import click
+
+from leelaz.gtp.client import GtpClient, GtpFailure, GtpTimeout, parse_head
+from leelaz.tools import ToolError
+from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_command,
+                                       reference_binary, say, split_command, table)
+
+DEFAULT_GAME = str(Path(__file__).resolve().parent / "game-9d.sgf")
+VISITS = re.compile(r"\bvisits (\d+)")
+
+
+def shipped_network() -> str | None:
+    from leelaz.cli import find_weights
+    from leelaz.config import EngineConfig
+
+    return find_weights(EngineConfig())
+
+
+def analyze_once(engine: GtpClient, game: str, move: int, seconds: float,
+                 interval_cs: int) -> dict:
+    """loadsgf at `move`, lz-analyze for `seconds`; visits and visits/s of the last info."""
+    engine.ask(f"loadsgf {game} {move}", timeout=60)
+    began = time.monotonic()
+    engine.send(f"lz-analyze {interval_cs}")
+    head = parse_head(engine.next_line(timeout=60))  # `=`, then info lines until the stop
+    while head is None:
+        head = parse_head(engine.next_line(timeout=60))
+    if not head[0]:
+        raise GtpFailure(f"{engine.name}: lz-analyze answered ? {head[2]}")
+    last_visits, last_at = 0, began
+    while time.monotonic() - began < seconds:
+        line = _next_info(engine, began + seconds)
+        if line is not None:
+            last_visits, last_at = sum(int(v) for v in VISITS.findall(line)), time.monotonic()
+    engine.send("protocol_version")  # any command stops the analysis
+    while True:
+        line = engine.next_line(timeout=60)
+        if line.strip() == "":
+            break
+    engine.read_reply(timeout=60)
+    elapsed = max(last_at - began, 1e-9)
+    return {"visits": last_visits, "seconds": elapsed, "rate": last_visits / elapsed}
+
+
+def _next_info(engine: GtpClient, until: float) -> str | None:
+    """The next info line before `until`, or None when the time is up first."""
+    try:
+        line = engine.next_line(timeout=max(0.0, until - time.monotonic()))
+    except GtpTimeout:
+        return None
+    return line if line.startswith("info ") else None
+
+
+def _start(name: str, argv: list[str]) -> GtpClient:
+    try:
+        engine = GtpClient(argv, name=name, stderr=None)
+        engine.ask("name", timeout=600)  # start-up (tuning included) is not timed
+    except GtpFailure as exc:
+        raise ToolError(f"{name} ({' '.join(argv)}) did not start: {exc}") from None
+    return engine
+
+
+@click.command("analyze", context_settings=CONTEXT)
+@click.option("-w", "--weights", default=None, metavar="FILE|BxF",
+              help="Network for the default command lines (default: the shipped one).")
+@click.option("--game", default=DEFAULT_GAME, show_default=False,
+              help="SGF file (default: a 9-dan game shipped with leelaz).")
+@click.option("--moves", default="40,120,200", show_default=True,
+              help="Move numbers to analyze, comma-separated.")
+@click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=4.0,
+              show_default=True, help="lz-analyze time per position.")
+@click.option("--interval", type=click.IntRange(1, None), default=25, show_default=True,
+              help="lz-analyze interval in centiseconds.")
+@click.option("--rounds", type=click.IntRange(1, None), default=1, show_default=True)
+@click.option("--ours", default=None, metavar="CMD",
+              help="Our whole command line (default: this Python's -m leelaz --gtp "
+                   "--noponder --cpu-only -w NET).")
+@click.option("--reference", default=None, metavar="CMD",
+              help="The reference's whole command line (default: the installed Leela Zero "
+                   "0.17 --gtp --noponder --cpu-only -w NET; 'none': ours only).")
+def command(weights, game, moves, seconds, interval, rounds, ours, reference) -> None:
+    """lz-analyze visits/s on real positions: ours and Leela Zero 0.17, alternating."""
+    if not os.path.isfile(game):
+        raise ToolError(f"{game}: no such SGF file")
+    try:
+        positions = [int(m) for m in moves.split(",") if m.strip()]
+    except ValueError:
+        raise ToolError(f"--moves {moves!r}: give move numbers like 40,120,200") from None
+    net = network_file(weights) if weights else shipped_network()
+    if net is None and not (ours and reference):
+        raise ToolError("no network: give -w FILE")
+    flags = ["--gtp", "--noponder", "--cpu-only", "-w", str(net)]
+    commands = [("leelaz", split_command(ours) if ours else ours_command() + flags)]
+    if reference != "none":
+        binary = reference_binary()
+        if reference:
+            commands.append(("LZ 0.17", split_command(reference)))
+        elif binary:
+            commands.append(("LZ 0.17", [binary, *flags]))
+        else:
+            say("no Leela Zero 0.17 installed here: measuring ours only")
+    game = os.path.abspath(game)
+    for name, argv in commands:
+        say(f"{name}: {' '.join(argv)}")
+    say(f"{game} at moves {', '.join(map(str, positions))}; {seconds:g} s each; "
+        f"{rounds} round(s); {load_line()}")
+    engines = [(name, _start(name, argv)) for name, argv in commands]
+    best: dict[tuple[str, int], float] = {}
+    try:
+        for r in range(rounds):
+            for move in positions:
+                for name, engine in engines:
+                    got = analyze_once(engine, game, move, seconds, interval)
+                    say(f"  round {r + 1} move {move} {name:8s} {got['visits']} visits in "
+                        f"{got['seconds']:.2f} s = {got['rate']:,.0f} visits/s")
+                    best[name, move] = max(best.get((name, move), 0.0), got["rate"])
+    except GtpFailure as exc:
+        raise ToolError(str(exc)) from None
+    finally:
+        for _, engine in engines:
+            engine.close()
+    say(_table([name for name, _ in engines], positions, best))
+
+
+def _table(names: list[str], positions: list[int], best: dict) -> str:
+    header = ["move"] + [f"{n} visits/s" for n in names]
+    if len(names) == 2:
+        header.append("ratio")
+    rows = []
+    for move in positions + ["mean"]:
+        if move == "mean":
+            rates = [sum(best[n, m] for m in positions) / len(positions) for n in names]
+        else:
+            rates = [best[n, move] for n in names]
+        row = [move, *rates]
+        if len(names) == 2:
+            row.append(f"{rates[0] / max(rates[1], 1e-9):.2f}")
+        rows.append(row)
+    return table(header, rows)
