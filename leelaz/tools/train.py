@@ -1,7 +1,7 @@
 """`leelaz train`: train a Leela Zero network on game records and export it as a weights file.
 
 Owns: the verb's command line (one option per TrainConfig field; `--data` and `--val` take
-several files after one flag, as the old scripts/train.py did). Imports: click,
+several files after one flag). Imports: click,
 training.train_config; training.trainer (PyTorch) only when a run starts, so `--help` works
 without PyTorch and a missing PyTorch is one line saying what to install.
 """

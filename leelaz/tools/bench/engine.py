@@ -1,7 +1,6 @@
 """`leelaz bench engine`: `leelaz --benchmark` against Leela Zero 0.17's `--benchmark`.
 
-Owns: the whole-engine benchmark (what scripts/bench_search.py's main mode did).
-Imports: stdlib, tools.bench.common.
+Owns: the whole-engine benchmark. Imports: stdlib, tools.bench.common.
 
 Both programs search the benchmark position (b R16, w D4, b C3; White to move, no clock, seed
 1, timemanage off) for the same number of visits with the same arguments on the same network

@@ -1,7 +1,6 @@
 """`leelaz bench net`: network evaluations per second, ours against Leela Zero 0.17 in one run.
 
-Owns: the network benchmark (what scripts/bench_net.py, bench_opencl.py and profile_kernels.py
-did). Imports: backends/, tools.bench.common.
+Owns: the network benchmark. Imports: backends/, tools.bench.common.
 
 For each network (a file, or BxF for a seeded random net) and precision: build the backend,
 check it against NumPy (OpenCL), time `forward` at each batch size on mid-game-like planes,

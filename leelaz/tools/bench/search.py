@@ -1,7 +1,6 @@
 """`leelaz bench search`: the search in this process, and where its time goes.
 
-Owns: the in-process search benchmark (what scripts/bench_search_host.py and bench_search.py's
-split and --search-only did). Imports: game/, nn/, search/, backends/, tools.bench.common.
+Owns: the in-process search benchmark. Imports: game/, nn/, search/, backends/, tools.bench.common.
 
 `--benchmark`'s position and settings (b R16, w D4, b C3; White to move; no clock) searched for
 --visits visits at each --batch size. Without -w the network is instant: it answers at once,
