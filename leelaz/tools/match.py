@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import sys
 import threading
 import time
@@ -250,7 +252,24 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
         setup1=list(setup1), setup2=list(setup2), referee=referee, sgf_dir=sgf_dir,
         log_dir=log_dir, max_moves=max_moves, timeout=timeout, move_timeout=move_timeout,
         sprt=sprt, tally=list(tally_dirs) + list(more_dirs))
-    return tally(settings) if settings.tally else play(settings)
+    if settings.tally:
+        return tally(settings)
+    checks = [("--engine1", engine1), ("--engine2", engine2)]
+    if referee not in ("", "engine1"):
+        checks.append(("--referee", referee))
+    for role, line in checks:
+        _check_command(role, line)
+    return play(settings)
+
+
+def _check_command(role: str, line: str) -> None:
+    """A command line that cannot start is bad input, not a forfeit in every game."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise ToolError(f"{role} {line!r}: {exc}") from None
+    if not argv or shutil.which(argv[0]) is None:
+        raise ToolError(f"{role} {line!r}: cannot find the program {argv[0] if argv else ''!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
