@@ -14,7 +14,6 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("LEELAZ_SHARED", REPO.parent / "shared"))
 TYGEM = SHARED / "data" / "tygem-9d"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SCRIPTS = REPO / "scripts"
 
 
 def leelaz_binary() -> str | None:
