@@ -23,17 +23,10 @@ import time
 import click
 import numpy as np
 
+from leelaz.backends.base import Done
 from leelaz.tools.bench.common import CONTEXT, IntList, load_line, network_file, say, table
 
 BENCHMARK_MOVES = (("b", "r16"), ("w", "d4"), ("b", "c3"))
-
-
-class _Answered:
-    def __init__(self, result):
-        self._result = result
-
-    def result(self):
-        return self._result
 
 
 class InstantBackend:
@@ -50,7 +43,7 @@ class InstantBackend:
                 self.rng.uniform(0.2, 0.8, n).astype(np.float32))
 
     def submit(self, planes):
-        return _Answered(self.forward(planes))
+        return Done(self.forward(planes))
 
 
 class _TimedNetwork:
