@@ -17,8 +17,8 @@ time (profiling slows the search, so the split is measured without it).
     python scripts/bench_search.py -v 800 --runs 2 --profile
 
 `--search-only` measures the search alone instead: playouts per second of UCTSearch with an
-instant evaluator (a fixed peaked policy and a constant value), so the figure is the Python
-tree work per playout (descent on state copies, PUCT selection, expansion, backup, early-stop
+instant network (the registry's `random` backend: peaked random policies and values at no
+cost), so the figure is the Python tree work per playout (descent on state copies, PUCT selection, expansion, backup, early-stop
 checks); with -w the real network runs too (NumPy backend unless --backend). Figures are also
 given per CPU-second of this process, since the machine may be shared.
 
@@ -134,25 +134,6 @@ def split_playout_time(weights: str, visits: int, threads: int, profile: bool) -
 
 # ---- the search alone (--search-only) --------------------------------------------------------
 
-class _Evaluation:
-    __slots__ = ("policy", "winrate")
-
-    def __init__(self, policy, winrate):
-        self.policy = policy
-        self.winrate = winrate
-
-
-class InstantEvaluator:
-    """No network: one fixed, peaked policy (like a trained net's) and winrate 0.5."""
-
-    def __init__(self, seed: int = 1):
-        p = np.random.default_rng(seed).random(362) ** 6
-        self.policy = (p / p.sum()).astype(np.float32)
-
-    def evaluate(self, states, symmetry=None):
-        return [_Evaluation(self.policy, 0.5) for _ in states]
-
-
 def opening():
     """A few stones on the board, so that the position is not the trivial empty one."""
     from leelaz.game.state import GameState
@@ -173,9 +154,11 @@ def run_search_only(evaluator, visits: int, batch: int) -> tuple[int, float, flo
 
 
 def search_only(args) -> int:
-    evaluators = [("instant", InstantEvaluator())]
+    from leelaz.backends import create_backend
+    from leelaz.nn.network import Network
+
+    evaluators = [("instant", Network(None, create_backend("random", None, seed=1), seed=1))]
     if args.weights:
-        from leelaz.nn.network import Network
         evaluators.append((args.weights, Network.from_file(args.weights, backend=args.backend)))
     for name, ev in evaluators:
         for batch in args.batch:

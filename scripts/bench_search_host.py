@@ -3,10 +3,10 @@
     python scripts/bench_search_host.py [--visits 3200] [--batch 32] [--runs 5]
 
 On a fast GPU the engine waits on this Python, not on the device (README, Speed), so this is
-the figure the small networks' visits/s follow. The evaluator answers at once (asynchronously,
-as the OpenCL backend does) with seeded random logits, peaked like a trained network's policy,
-and random values, so the tree has a trained network's shape rather than a random net's
-degenerate chains. The position and settings are `--benchmark`'s; the best of `--runs` is
+the figure the small networks' visits/s follow. The network is the registry's `random` backend
+(backends/random_backend.py): it answers at once (asynchronously, as the OpenCL backend does)
+with seeded random logits, peaked like a trained network's policy, and random values, so the
+tree has a trained network's shape rather than a random net's degenerate chains. The position and settings are `--benchmark`'s; the best of `--runs` is
 printed, as microseconds per playout and visits per second.
 """
 
@@ -14,41 +14,14 @@ from __future__ import annotations
 
 import argparse
 import time
-import types
 
-import numpy as np
-
+from leelaz.backends import create_backend
 from leelaz.game.coords import WHITE, parse_color, parse_gtp_vertex
 from leelaz.game.state import GameState
 from leelaz.nn.cache import NNCache
 from leelaz.nn.network import Network
 from leelaz.search.params import SearchParams
 from leelaz.search.search import UCTSearch
-
-
-class _Answered:
-    def __init__(self, result):
-        self._result = result
-
-    def result(self):
-        return self._result
-
-
-class InstantBackend:
-    """A backend with no cost: seeded random logits (scaled by 3) and values in 0.2..0.8."""
-
-    asynchronous = True
-
-    def __init__(self, seed: int = 1):
-        self.rng = np.random.default_rng(seed)
-
-    def forward(self, planes):
-        n = len(planes)
-        return ((3 * self.rng.standard_normal((n, 362))).astype(np.float32),
-                self.rng.uniform(0.2, 0.8, n).astype(np.float32))
-
-    def submit(self, planes):
-        return _Answered(self.forward(planes))
 
 
 def one_search(network: Network, params: SearchParams) -> tuple[int, float]:
@@ -69,7 +42,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    network = Network(types.SimpleNamespace(version=1), InstantBackend(), seed=1)
+    network = Network(None, create_backend("random", None, seed=1), seed=1)
     params = SearchParams(max_visits=args.visits, batch_size=args.batch, quiet=True,
                           timemanage="off")
     playouts, seconds = min((one_search(network, params) for _ in range(args.runs)),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import make_random_weights as mrw
+from leelaz.backends.base import Backend
 from leelaz.backends.numpy_backend import NumpyBackend
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import BLACK, PASS, WHITE, parse_gtp_vertex
@@ -17,7 +18,7 @@ from leelaz.nn.symmetry import INVERSE, SYMMETRY_TABLE, symmetric_xy, symmetry_h
 MOVES = ["D4", "Q16", "C17", "R3", "K10", "F3"]
 
 
-class CountingBackend:
+class CountingBackend(Backend):
     """Wraps a backend and records the batch size of every forward call."""
 
     name = "counting"
@@ -277,7 +278,7 @@ from leelaz.nn.network import softmax  # noqa: E402
 from leelaz.nn.symmetry import transform_planes, untransform_policy  # noqa: E402
 
 
-class RowwiseBackend:
+class RowwiseBackend(Backend):
     """Outputs that depend on each row alone (elementwise numpy, no BLAS), and not symmetric
     (a bias per point), so any mix-up of rows or symmetries shows."""
 

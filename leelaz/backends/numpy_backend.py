@@ -33,8 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, ConvBN,
-                                  NetWeights)
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, Backend,
+                                  ConvBN, NetWeights)
 from leelaz.backends.winograd import (ALPHA, PADDED, TILE, TILES, WTILES, input_transform,
                                       output_transform, output_view, transform_filter)
 
@@ -80,10 +80,11 @@ class _Buffers:
         self.y = np.empty(TILE * TILE * TILES * batch * filters, np.float32)
 
 
-class NumpyBackend:
+class NumpyBackend(Backend):
     """Batched forward pass in NumPy; see the module docstring for the layout."""
 
     name = "numpy"
+    precision = "single"
 
     def __init__(self, weights: NetWeights, threads: int | None = None, **_options):
         """`threads`: workers that each run part of a batch (default: min(2, CPUs)).

@@ -1,10 +1,9 @@
 """The OpenCL backend: the whole residual tower on one device, one enqueue sequence per batch.
 
-Owns: device enumeration and choice by id or speed (`list_devices`, `pick_device`), the
-OpenCLBackend (context and queue, buffers allocated once and grown for larger batches, weights
+Owns: the OpenCLBackend (context and queue, buffers allocated once and grown for larger batches, weights
 uploaded once as Winograd U from the shared `transform_filter`, the enqueue plans, read-back),
 precision choice (single | half | auto) and the optional self-check against NumPy.
-Imports: numpy, pyopencl, backends.base/winograd/cl_program/tuner, and backends.numpy_backend
+Imports: numpy, pyopencl, backends.base/check_backend/device_choice/winograd/cl_program/tuner, and backends.numpy_backend
 lazily (self-check only).
 
 Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
@@ -55,10 +54,11 @@ from collections import OrderedDict
 import numpy as np
 import pyopencl as cl
 
-from leelaz.backends import BackendUnavailable
 from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
-                                  VALUE_HIDDEN, ConvBN, NetWeights)
+                                  VALUE_HIDDEN, Backend, BackendUnavailable, ConvBN, NetWeights)
+from leelaz.backends.check_backend import SelfCheckError, check_error, raise_if_apart  # noqa: F401
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
+from leelaz.backends.device_choice import pick_device
 from leelaz.backends.tuner import GemmParams, tune
 from leelaz.backends.winograd import transform_filter
 
@@ -95,60 +95,6 @@ def _plan_sizes(batch: int) -> list[int]:
     """Every row count `plan_rows` gives for batches 1..batch, smallest first."""
     sizes = {plan_rows(b) for b in range(1, plan_rows(batch) + 1)}
     return sorted(sizes)
-
-
-class SelfCheckError(RuntimeError):
-    """An OpenCL evaluation disagreed with NumPy beyond tolerance."""
-
-
-def list_devices() -> list[tuple[int, cl.Platform, cl.Device]]:
-    """Every OpenCL device, numbered across platforms in order (the numbering --gpu uses).
-
-    Raises BackendUnavailable when there is no OpenCL platform at all.
-    """
-    try:
-        platforms = cl.get_platforms()
-    except (cl.Error, cl.LogicError, RuntimeError) as e:
-        raise BackendUnavailable(f"no OpenCL platform ({e})") from None
-    found = []
-    for platform in platforms:
-        try:
-            devices = platform.get_devices()
-        except cl.Error:
-            continue
-        for device in devices:
-            found.append((len(found), platform, device))
-    if not found:
-        raise BackendUnavailable("no OpenCL device")
-    return found
-
-
-def device_score(device: cl.Device) -> float:
-    """Rough speed: compute units x clock, GPUs first (as Leela Zero ranks them)."""
-    gpu = bool(device.type & cl.device_type.GPU)
-    return (1e9 if gpu else 0.0) + device.max_compute_units * max(device.max_clock_frequency, 1)
-
-
-def pick_device(gpus: list[int] | None = None, log=None) -> cl.Device:
-    """The device with id gpus[0], or else the best-scoring device (GPUs before CPUs).
-
-    One backend runs on one device: for several ids, device_choice builds a backend per id
-    (passing each its own `gpus=[id]`) and wraps them in a MultiDeviceBackend."""
-    devices = list_devices()
-    if log:
-        log(f"Detected {len({id(p) for _, p, _ in devices})} OpenCL platforms.")
-        for i, platform, device in devices:
-            log(f"Device ID: {i}  {device.name.strip()} "
-                f"({cl.device_type.to_string(device.type)}, {device.max_compute_units} CU, "
-                f"{device.max_clock_frequency} MHz) on {platform.name.strip()}")
-    if gpus:
-        by_id = {i: d for i, _, d in devices}
-        if gpus[0] not in by_id:
-            raise BackendUnavailable(f"no OpenCL device with id {gpus[0]}")
-        if len(gpus) > 1 and log:
-            log(f"One OpenCLBackend uses one device; ignoring ids {gpus[1:]}.")
-        return by_id[gpus[0]]
-    return max((d for _, _, d in devices), key=device_score)
 
 
 class _Conv3:
@@ -219,10 +165,12 @@ class _EnqueuePlan:
         return [kernel for kernel, _, _ in self.launches + self.packed_launches[:1]]
 
 
-class OpenCLBackend:
+class OpenCLBackend(Backend):
     """Backend.forward on an OpenCL device. See the module docstring for the plan."""
 
     name = "opencl"
+    #: The search may walk the tree while a batch runs (submit returns before the GPU is done).
+    asynchronous = True
 
     def __init__(self, weights: NetWeights, gpus: list[int] | None = None,
                  precision: str = "auto", batch_size: int = 8, tune: str = "fast",
@@ -286,9 +234,10 @@ class OpenCLBackend:
                                                         for h in heads]))
         self.head_mean = _upload(self.ctx, np.concatenate([h.mean for h in heads]))
         self.head_scale = _upload(self.ctx, np.concatenate([h.scale for h in heads]))
-        self.fc = {name: (_upload(self.ctx, getattr(w, name + "_w")),
-                          _upload(self.ctx, getattr(w, name + "_b")))
-                   for name in ("policy_fc", "value_fc1", "value_fc2")}
+        self.fc = {name: (_upload(self.ctx, fc_w), _upload(self.ctx, fc_b))
+                   for name, fc_w, fc_b in (("policy_fc", w.policy_fc_w, w.policy_fc_b),
+                                            ("value_fc1", w.value_fc1_w, w.value_fc1_b),
+                                            ("value_fc2", w.value_fc2_w, w.value_fc2_b))}
         self.capacity = 0
         #: row count (plan_rows) -> _EnqueuePlan, least recently used first.
         self._plans: OrderedDict[int, _EnqueuePlan] = OrderedDict()
@@ -531,9 +480,6 @@ class OpenCLBackend:
             totals[name] = totals.get(name, 0.0) + seconds
         return totals
 
-    #: The search may walk the tree while a batch runs (submit returns before the GPU is done).
-    asynchronous = True
-
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch: planes [B, 18, 19, 19] -> (policy_logits [B, 362], value [B])."""
         return self.submit(planes).result()
@@ -597,13 +543,8 @@ class OpenCLBackend:
             self._numpy = NumpyBackend(self.weights)
         i = int(self._rng.integers(len(planes)))
         ref_policy, ref_value = self._numpy.forward(np.asarray(planes[i:i + 1], np.float32))
-        got = np.append(softmax(policy[i]), value[i])
-        want = np.append(softmax(ref_policy[0]), ref_value[0])
-        error = float(np.sqrt(np.sum((got - want) ** 2)))
-        if not error <= self.selfcheck_tolerance:  # NaN fails too
-            raise SelfCheckError(f"OpenCL self-check mismatch: L2 error {error:.4g} over "
-                                 f"priors, pass and value (tolerance "
-                                 f"{self.selfcheck_tolerance}).")
+        raise_if_apart(check_error(policy[i], value[i], ref_policy[0], ref_value[0]),
+                       self.selfcheck_tolerance, "OpenCL self-check")
 
 
 class _Pending:
@@ -621,8 +562,3 @@ class _Pending:
             self.event.wait()
             self.event = self.host_in = None
         return self.backend._finish(self.planes, self.host)
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    e = np.exp(logits.astype(np.float64) - np.max(logits))
-    return e / e.sum()

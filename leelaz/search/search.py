@@ -65,8 +65,25 @@ class Evaluation(Protocol):
     winrate: float  # for the side to move
 
 
+class PendingEvaluations(Protocol):
+    """A batch under way; `result()` waits for it (once)."""
+
+    def result(self) -> list[Evaluation]: ...
+
+
 class Evaluator(Protocol):
-    """What the search needs from the network (nn.network.Network satisfies it)."""
+    """What the search needs from the network (nn.network.Network satisfies it; tests and
+    self-play hand in their own). Declared, never probed:
+
+    - `submit(states).result()` evaluates a batch: one call per batch of leaves.
+    - `evaluate(states)` is the same at once (the root's single evaluation).
+    - `asynchronous`: submit returns before the answer is computed (a GPU), so the search
+      keeps one batch in flight while it collects the next.
+    """
+
+    asynchronous: bool
+
+    def submit(self, states: Sequence) -> PendingEvaluations: ...
 
     def evaluate(self, states: Sequence) -> list[Evaluation]: ...
 
@@ -269,7 +286,7 @@ class UCTSearch:
         batch = max(1, self.params.batch_size)
         early_stop = timemanage.EarlyStop(self.params.effective_timemanage(), self.log)
         self._root_selector = RootSelector(self.root)
-        pipelined = batch > 1 and bool(getattr(self.evaluator, "asynchronous", False))
+        pipelined = batch > 1 and self.evaluator.asynchronous
         self._in_flight = None
         try:
             self._batches(root_state, color, start, budget_cs, visits_cap, playouts_cap,
@@ -393,8 +410,7 @@ class UCTSearch:
         began = time.monotonic()
         try:
             states = [st for _, st, _ in leaves]
-            start = getattr(self.evaluator, "submit", None)
-            pending = start(states) if start is not None else _Ready(self.evaluator.evaluate(states))
+            pending = self.evaluator.submit(states)
         except BaseException:
             self._forget(leaves)
             raise
@@ -687,16 +703,6 @@ class UCTSearch:
         self._restrictions = None
         self.last_result = record
         return record
-
-
-class _Ready:
-    """An evaluator without `submit`: its answer, computed at once."""
-
-    def __init__(self, evals):
-        self._evals = evals
-
-    def result(self):
-        return self._evals
 
 
 class _Timed:
