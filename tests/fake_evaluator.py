@@ -54,6 +54,13 @@ class FakeEvaluator:
     def evaluations(self) -> int:
         return sum(self.batches)
 
+    # What the GTP commands ask of a network besides evaluations (memory figures).
+    def weights_bytes(self) -> int:
+        return 0
+
+    def set_cache_size(self, entries: int) -> None:
+        pass
+
     def submit(self, states):
         """Answered at once (a synchronous evaluator)."""
         return _Answered(self.evaluate(states))

@@ -25,7 +25,8 @@ from leelaz.backends import create_backend
 from leelaz.backends.base import Backend, NetWeights
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
-from leelaz.nn.cache import MAX_CACHE_COUNT, NNCache
+from leelaz.memory import MAX_CACHE_ENTRIES
+from leelaz.nn.cache import NNCache
 from leelaz.nn.features import input_planes_batch, packed_inputs
 from leelaz.nn.symmetry import (NUM_SYMMETRIES, remap_cached_policy, symmetry_hashes_batch,
                                 untransform_policies)
@@ -46,7 +47,8 @@ class Evaluation(NamedTuple):
 class Network:
     """Weights + a backend + the cache, evaluating GameStates in batches."""
 
-    def __init__(self, weights: NetWeights | None, backend: Backend, *, cache_size: int = MAX_CACHE_COUNT,
+    def __init__(self, weights: NetWeights | None, backend: Backend, *,
+                 cache_size: int = MAX_CACHE_ENTRIES,
                  seed: int | None = None, symmetric_lookups: bool = True):
         self.weights = weights
         self.backend = backend
