@@ -28,7 +28,17 @@ from typing import Protocol
 
 import numpy as np
 
-INPUT_CHANNELS = 18
+#: The input layout, the contract between nn/features.py, which encodes positions in it, and
+#: the backends, which read it (the OpenCL kernels get it as build #defines, `input_defines`).
+#: It lives here, at the seam, because both sides need the numbers and backends/ may not
+#: import nn/: HISTORY_LENGTH positions, newest first, each as a plane of the side to move's
+#: stones, then as many of the other side's, then two side-to-move planes.
+HISTORY_LENGTH = 8
+INPUT_CHANNELS = 2 * HISTORY_LENGTH + 2
+#: A packed position (submit_packed) is HISTORY_LENGTH mailboxes of this side (the 19x19
+#: board with a one-point border), one byte a point, newest first.
+MAILBOX_STRIDE = 21
+PACKED_ROW = HISTORY_LENGTH * MAILBOX_STRIDE * MAILBOX_STRIDE
 BOARD_SQUARES = 361
 POLICY_OUTPUTS = 362
 VALUE_HIDDEN = 256
@@ -86,6 +96,11 @@ class NetWeights:
         convs += [c for block in self.tower for c in block]
         arrays += [a for c in convs for a in (c.weights, c.mean, c.scale)]
         return sum(a.size for a in arrays) * 4
+
+
+def input_defines() -> dict[str, int]:
+    """The input layout as the kernels' build #defines."""
+    return {"HISTORY": HISTORY_LENGTH, "MAILBOX_STRIDE": MAILBOX_STRIDE}
 
 
 class BackendUnavailable(RuntimeError):

@@ -54,7 +54,7 @@ from collections import OrderedDict
 import numpy as np
 import pyopencl as cl
 
-from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_ROW, POLICY_OUTPUTS,
                                   VALUE_HIDDEN, Backend, BackendUnavailable, ConvBN, NetWeights)
 from leelaz.backends.check_backend import SelfCheckError, check_error, raise_if_apart  # noqa: F401
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
@@ -64,9 +64,6 @@ from leelaz.backends.winograd import transform_filter
 
 TILES = 25
 HEAD_OUTPUTS = 3
-#: Bytes per position of packed input (submit_packed): 8 mailboxes of 21x21 (the layout of
-#: nn/features.packed_inputs and of kernels/winograd.cl's in_transform_boxes).
-PACKED_ROW = 8 * 21 * 21
 RESULT_WIDTH = POLICY_OUTPUTS + 1  # per position: 362 logits, then the value before tanh
 K_MULTIPLE, C_MULTIPLE, P_MULTIPLE = 128, 32, 128  # padding that suits every sgemm shape
 #: Batches up to this size use the sgemm shape tuned for small batches.

@@ -18,7 +18,8 @@ from array import array
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, BOARD_SIZE, EMPTY, NUM_VERTICES, PASS, STRIDE
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NUM_VERTICES, PASS, STRIDE,
+                                VERTEX_OF_SLOT)
 from leelaz.search.node import FLT_MIN
 
 #: A leaf may pass when it has at most this many legal points (LZ: "pass only when few moves
@@ -29,12 +30,11 @@ PASS_WINRATE = 0.8
 
 #: The legal-point arrays below cover the mailbox rows between the borders.
 _INNER = NUM_VERTICES - 2 * STRIDE
-#: The inner index of each policy slot's point (slot = y * 19 + x).
-_INNER_OF_SLOT = np.array([y * STRIDE + x + 1 for y in range(BOARD_SIZE) for x in range(BOARD_SIZE)],
-                          dtype=np.intp)
+#: The inner index of each policy slot's point (its vertex less the top border row).
+_INNER_OF_SLOT = np.array(ALL_VERTICES, dtype=np.intp) - STRIDE
 _POINTS = len(_INNER_OF_SLOT)  # 361; slot 361 is pass
-#: The vertex of each slot, pass last.
-_VERTEX_OF_SLOT = np.append(_INNER_OF_SLOT + STRIDE, PASS).astype(np.int16)
+#: The vertex of each slot, pass last (coords.VERTEX_OF_SLOT).
+_VERTEX_OF_SLOT = np.array(VERTEX_OF_SLOT, dtype=np.int16)
 #: Ties on the prior go to the higher vertex, and pass is the lowest vertex (-1): a rank per
 #: slot that orders them the same way (pass 0, the points 1..361 in vertex order).
 _TIE_RANK = np.append(np.arange(1, _POINTS + 1), 0).astype(np.int64)

@@ -34,7 +34,7 @@ from array import array
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, BOARD_SIZE, NUM_VERTICES, PASS, STRIDE, WHITE
+from leelaz.game.coords import BLACK, PASS, SLOT_OF_VERTEX, WHITE
 from leelaz.search.lcb import t_quantile
 
 ACTIVE = 0
@@ -48,13 +48,8 @@ M2_START = 1e-4
 
 _EMPTY_MOVES = array("h")
 _EMPTY_PRIORS = array("f")
-#: The policy slot of each vertex (index order y * 19 + x; PASS, -1, wraps to slot 361).
-_POLICY_SLOT = np.zeros(NUM_VERTICES + 1, dtype=np.intp)
-_POLICY_SLOT[-1] = BOARD_SIZE * BOARD_SIZE
-for _y in range(BOARD_SIZE):
-    for _x in range(BOARD_SIZE):
-        _POLICY_SLOT[(_y + 1) * STRIDE + _x + 1] = _y * BOARD_SIZE + _x
-del _x, _y
+#: coords.SLOT_OF_VERTEX as an index array (PASS, -1, reads slot 361).
+_POLICY_SLOT = np.array(SLOT_OF_VERTEX, dtype=np.intp)
 _PASS_ONLY = np.array([PASS], dtype=np.int16)
 
 
