@@ -28,45 +28,21 @@ Hooks for the search (fields of engine.session, set by search_commands; None unt
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import time
 
 from leelaz import GTP_VERSION
 from leelaz.files import write_text_atomic
 from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE,
                                 color_name, gtp_vertex, parse_color, parse_gtp_vertex, xy)
+from leelaz.game.numbers import leading_float, leading_int
 from leelaz.gtp.protocol import Command, GtpError
 
 SYNTAX = "syntax not understood"
 ILLEGAL = "illegal move"
 BAD_HANDICAP = "Not a valid number of handicap stones"
-INT_MIN, INT_MAX = -2**31, 2**31 - 1
 
-_INT = re.compile(r"\s*[+-]?\d+")
-_FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-# ---- argument parsing like C++ istream >> ------------------------------------------------
-
-def leading_int(text: str) -> int | None:
-    """`>> int`: the leading integer of text, None if there is none or it overflows."""
-    m = _INT.match(text)
-    if m is None or len(m.group()) > 40:
-        return None
-    value = int(m.group())
-    return value if INT_MIN <= value <= INT_MAX else None
-
-
-def leading_float(text: str) -> float | None:
-    """`>> float`: the leading number of text, None if none or not finite as a float."""
-    m = _FLOAT.match(text)
-    if m is None:
-        return None
-    value = float(m.group())
-    return value if math.isfinite(value) and abs(value) <= 3.4028234663852886e38 else None
-
+# ---- argument parsing like C++ istream >> (game/numbers.py) ----------------------------------
 
 def int_args(cmd: Command, count: int, first: int = 0) -> list[int]:
     """count integers from cmd.args[first:], or GtpError(syntax not understood)."""

@@ -12,18 +12,17 @@ undefined behaviour (`heatmap 9`), we reply `? ...` and keep serving.
 
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
 
 from leelaz.game.coords import BOARD_SIZE, EMPTY, NUM_INTERSECTIONS, vertex
+from leelaz.game.numbers import leading_int
 from leelaz.gtp.protocol import GtpError
 from leelaz.memory import memory_report_text
 from leelaz.nn.network import AVERAGE
 
 NETBENCH_DEFAULT = 1600
-_LEADING_INT = re.compile(r"[+-]?\d+")  # what C++ stoi reads (leading digits count)
 
 
 def _network(engine):
@@ -46,10 +45,10 @@ def parse_symmetry(args) -> list:
         return list(range(8))
     if arg in ("average", "avg"):
         return [AVERAGE]
-    match = _LEADING_INT.match(arg)
-    if not match or not 0 <= int(match.group()) <= 7:
+    value = leading_int(arg)  # as C++ stoi reads it
+    if value is None or not 0 <= value <= 7:
         raise GtpError("symmetry must be a number 0..7, all, average or avg")
-    return [int(match.group())]
+    return [value]
 
 
 def heatmap_text(state, policy: np.ndarray, winrate: float) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from leelaz.batching import search_batch_size
+from leelaz.game.numbers import cpp_int
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, MIB, split_memory
 from leelaz.game.coords import BLACK, PASS, RESIGN, gtp_vertex, parse_color
 from leelaz.gtp.analysis import PARSE_ERROR, AnalyzeTags, format_info_line, parse_analyze_tags
@@ -53,20 +54,6 @@ def params_from_config(cfg, batch_size: int | None = None) -> SearchParams:
         random_count=cfg.randomcnt, random_visits=cfg.randomvisits,
         random_temp=cfg.randomtemp, dumbpass=cfg.dumbpass, resign_pct=cfg.resignpct,
         ponder=cfg.ponder, quiet=cfg.quiet, batch_size=max(1, batch_size))
-
-
-def _leading_int(text: str) -> int:
-    """C++ `stream >> int`: leading sign and digits, 0 when there are none."""
-    digits = ""
-    for i, ch in enumerate(text):
-        if ch.isdigit() or (i == 0 and ch in "+-"):
-            digits += ch
-        else:
-            break
-    try:
-        return int(digits)
-    except ValueError:
-        return 0
 
 
 class SearchCommands:
@@ -222,29 +209,29 @@ class SearchCommands:
         search = self.session.search
         params = search.params if search is not None else None
         if name == "maximum memory use (mib)":
-            mib = _leading_int(value)
+            mib = cpp_int(value)
             if not 128 <= mib <= 131072:
                 raise GtpError("incorrect value")
             return self._set_memory(mib * MIB, self.cache_pct)
         if name == "percentage of memory for cache":
-            pct = _leading_int(value)
+            pct = cpp_int(value)
             if not 1 <= pct <= 99:
                 raise GtpError("incorrect value")
             return self._set_memory(self.max_memory_bytes, pct)
         if name == "visits":
-            self._replace(max_visits=_leading_int(value) or UNLIMITED)
+            self._replace(max_visits=cpp_int(value) or UNLIMITED)
             return ""
         if name == "playouts":
-            n = _leading_int(value)
+            n = cpp_int(value)
             if n and params is not None and params.ponder:
                 raise GtpError("incorrect value")
             self._replace(max_playouts=n or UNLIMITED)
             return ""
         if name == "lagbuffer":
-            self._replace(lagbuffer_cs=_leading_int(value))
+            self._replace(lagbuffer_cs=cpp_int(value))
             return ""
         if name == "resign percentage":
-            self._replace(resign_pct=_leading_int(value))
+            self._replace(resign_pct=cpp_int(value))
             return ""
         if name == "pondering":
             if value == "true":

@@ -128,7 +128,7 @@ def have_alternate_moves(root: UCTNode, state, color: int, playouts: int, elapse
         tracker.pruned_some = prune and pruned > 0
     if pruned < len(root.children) - 1:
         return True
-    tc = getattr(state, "time_control", None)
+    tc = state.time_control
     cannot_bank = tc is not None and not tc.can_accumulate_time(color)
     if (cannot_bank or playouts_cap < UNLIMITED) and mode != "fast":
         return True
