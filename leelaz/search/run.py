@@ -41,7 +41,7 @@ from leelaz.memory import min_psa_ratio, tree_bytes
 from leelaz.game.coords import BLACK, PASS
 from leelaz.search import stats, timemanage
 from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
-from leelaz.search.node import INVALID, RootSelector, UCTNode
+from leelaz.search.node import INVALID, RootSelector, UCTNode, backup
 from leelaz.search.result import SearchResult
 
 #: Consecutive batches without a single playout or expansion after which a search gives up.
@@ -444,20 +444,3 @@ class _Timed:
         evals = self._pending.result()
         self.seconds += time.monotonic() - began
         return evals
-
-
-def backup(path, value: float, vl: int) -> None:
-    """Add `value` (Black's side) to every node on the path and take its virtual loss off.
-
-    This repeats UCTNode.update inline on purpose (hot path: every playout, every depth), to
-    save a Python method call per node; tests/test_node.py keeps the two equal."""
-    for node in path:
-        n = node.visits
-        w = node.black_wins
-        old_delta = value - w / n if n > 0 else 0.0
-        n += 1
-        w += value
-        node.visits = n
-        node.black_wins = w
-        node.m2 += old_delta * (value - w / n)
-        node.virtual_loss -= vl
