@@ -10,11 +10,11 @@ backend is tuned for the size it gives.
 Why batches: under Python's GIL the search collects leaves under virtual loss instead of
 running Leela Zero's threads, and sends them to the network in one call; `-t N` collects N.
 Without -t or --batchsize, and when OpenCL may run, the search collects 32 leaves: Leela Zero's
-own default (10 threads) left a fast GPU idle most of the time (docs/performance.md). However
-big the batch, at most one leaf per VISITS_PER_PENDING_LEAF root visits waits for the network
-(but MIN_PENDING_LEAVES always may, Leela Zero's own 10 on a GPU), so a small search is not
-made blind, breadth-first, by a big batch: at 200 visits, 20 leaves in flight cost a measured
-230 Elo against batch 1.
+own default (10 threads) left a fast GPU idle most of the time. However big the batch, at most
+one leaf per VISITS_PER_PENDING_LEAF root visits waits for the network (but MIN_PENDING_LEAVES
+always may, Leela Zero's own 10 on a GPU), so a small search is not made blind, breadth-first,
+by a big batch, which costs strength at a fixed number of visits. The measurements are in
+docs/performance.md and the README's Strength section.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The OpenCL backend: the whole residual tower on one device, one enqueue sequence per batch.
 
-Owns: the OpenCLBackend (context and queue, buffers allocated once and grown for larger batches, weights
-uploaded once as Winograd U from the shared `transform_filter`, the enqueue plans, read-back),
-precision choice (single | half | auto) and the optional self-check against NumPy.
-Imports: numpy, pyopencl, backends.base/check_backend/device_choice/winograd/cl_program/tuner, and backends.numpy_backend
-lazily (self-check only).
+Owns: the OpenCLBackend (context and queue, buffers allocated once and grown for larger
+batches, weights uploaded once as Winograd U from the shared `transform_filter`, the enqueue
+plans, read-back), precision choice (single | half | auto) and the optional self-check against
+NumPy. Imports: numpy, pyopencl, backends.base/check_backend/device_choice/winograd/
+cl_program/tuner, and backends.numpy_backend lazily (self-check only). The measurements behind
+these choices are in docs/performance.md.
 
 Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
 add and ReLU, then the next layer's input transform, in one kernel: both transforms work channel
@@ -14,10 +15,9 @@ The heads run on the device too: the 1x1 convolutions (with batch norm and ReLU)
 connected layers, so one batch is one upload, one enqueue sequence and one read-back of
 [B, 363] floats (362 logits, the value before tanh). The upload is float32 planes (`submit`) or,
 from the search, the positions themselves (`submit_packed`: 8 mailboxes and a side/symmetry
-byte pair each, 3.5 kB instead of 26 kB), whose planes in_transform_boxes builds on the device;
-building them on the host was a tenth of the search's time per playout on small networks. Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
-back the tower output halved the throughput (4,740 -> 2,369 evals/s); moving the FC layers
-from NumPy onto the device took it from 4,740 to 5,240 evals/s.
+byte pair each, 3.5 kB instead of 26 kB), whose planes in_transform_boxes builds on the device:
+on small networks the host's planes were a noticeable part of the search's time per playout,
+and reading back anything but the final outputs costs throughput on a GPU.
 
 Padding is fixed (K to 128, C to 32) so that one upload of U serves every sgemm tile shape:
 the backend keeps one tuned shape for small batches and one for large ones.
@@ -27,20 +27,17 @@ every OpenCL device supports through vload_half/vstore_half; it halves memory tr
 
 Enqueue plans: on a fast GPU the search waits on Python, not on the device. A batch is 2
 launches per 3x3 layer, 1 more for the first, plus 4 for the heads (31 for 6 blocks, 87 for 20,
-167 for 40; 43, 127 and 247 before the fused transform), and
-pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every launch. So each
+167 for 40), and pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every launch. So each
 batch size gets an `_EnqueuePlan`: its own `cl.Kernel` objects (a kernel object holds its
 arguments, so no two launches share one) with every argument set once, and the launch sizes
 precomputed; `submit` is then one upload, one `enqueue_nd_range_kernel` per launch and one
 read-back. The search's batch sizes change from call to call (cache hits, ramp-up), and a
-plan costs milliseconds to build (10-20 ms on an H100 for 6-20 blocks), so a batch runs as one
+plan costs milliseconds to build, so a batch runs as one
 of a few padded row counts (`plan_rows`, zero rows padded on): a few plans serve every size.
 They are kept least recently used first, dropped beyond PLAN_CACHE (their kernel objects are
 re-used for the next plan); growing the buffers drops them all. After a submit the queue is
-flushed, so the device starts at once while the search collects the next batch. Measured
-on an H100, host microseconds per submit, batch 1: 6x128 897 -> 537, 20x256 1,777 -> 1,025
-(before the padding). What is left is the NVIDIA driver's own ~8-10 us per
-clEnqueueNDRangeKernel (as much through ctypes with no event), hence the fused transform.
+flushed, so the device starts at once while the search collects the next batch. What is left
+per launch is the driver's own cost of clEnqueueNDRangeKernel, hence the fused transform.
 
 Hot path: `submit` -> `_enqueue`.
 """
@@ -122,7 +119,7 @@ class _EnqueuePlan:
 
     Built through `launch`, which takes the next kernel object from `recycled` (the launches of
     a dropped plan built from the same program, in the same order) or creates one: on PoCL a
-    new pyopencl Kernel costs ~150 us, setting all its arguments ~60 us (~10 us per scalar).
+    new pyopencl Kernel costs more than setting all its arguments again.
     """
 
     def __init__(self, batch: int, program: cl.Program, recycled: list[cl.Kernel] | None):
@@ -245,7 +242,7 @@ class OpenCLBackend(Backend):
     def _prepare_plans(self, batch_size: int) -> None:
         """Build the enqueue plans of every row count up to `batch_size`'s now, at start-up:
         a search ramps its batches up through all of them, and building one mid-search costs
-        tens of milliseconds on a deep net (a quarter of a 20x256 --benchmark on an H100)."""
+        tens of milliseconds on a deep net, a large part of a short search."""
         rows = plan_rows(batch_size)
         if rows > self.capacity:
             self._grow(rows)
