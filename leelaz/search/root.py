@@ -3,7 +3,7 @@
 Owns: `advance` (Leela Zero's advance_to_new_rootstate: walk the kept tree down the moves
 played since the last search), `prepare_root` (expand the root if needed, inflate every child,
 drop superko repeats and an avoided pass, add noise with -n), `dirichlet_noise`, and the small
-helpers about the root (`kept_boards`, `to_move`). Imports: game.coords, search.node.
+helpers about the root (`kept_boards`, `to_move`). Imports: game.coords, search.node, search.expansion (FLT_MIN).
 
 The root's selection, `RootSelector`, stays in node.py beside `UCTNode.select_child`: its
 score is a deliberate inlined copy of select_child's arithmetic, and the two copies sit in one
@@ -15,13 +15,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from leelaz.game.coords import PASS
+from leelaz.search.expansion import FLT_MIN
 from leelaz.search.node import ACTIVE, INVALID, UCTNode
 
 if TYPE_CHECKING:
     from leelaz.search.run import SearchRun
-
-#: Below this sum the noise is dropped (FLT_MIN, as Leela Zero tests it).
-_TINY_NOISE = 1.17549435e-38
 
 
 def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
@@ -95,7 +93,7 @@ def dirichlet_noise(root: UCTNode, rng, alpha: float, epsilon: float) -> None:
     """P <- (1 - eps) P + eps eta, eta ~ Dir(alpha) over the root's children (-n)."""
     eta = [rng.gammavariate(alpha, 1.0) for _ in root.children]
     total = sum(eta)
-    if total < _TINY_NOISE:
+    if total < FLT_MIN:  # as Leela Zero tests it
         return
     for child, e in zip(root.children, eta):
         child.prior = child.prior * (1 - epsilon) + epsilon * (e / total)
