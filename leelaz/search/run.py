@@ -22,9 +22,11 @@ sizes follow leelaz/batching.py (the ramp that keeps a big batch from blinding a
 search).
 
 Seams for drivers other than `run` (each step is public and takes the run's own state only):
-- Several searches in one network call (self-play, several games at once): call `collect(n)`
-  on each run, send every `LeafBatch.states` in one evaluator call, hand each run its share
-  with `apply_evaluations(batch, evals)` (`forget(batch)` if the call failed).
+- Several searches in one network call (self-play, several games at once): `run =
+  search.start(state)` and `run.prepare()` for each game, then call `collect(n)` on each run,
+  send every `LeafBatch.states` in one evaluator call, hand each run its share with
+  `apply_evaluations(batch, evals)` (`forget(batch)` if the call failed), and end each with
+  `search.finish(run)`.
 - Something to do between batches (dynamic komi): `run` calls `between_batches(run)` after
   every batch when it is set; `root_state` is the position the root stands for, and terminal
   leaves are scored with its komi.
@@ -43,6 +45,7 @@ from leelaz.search import stats, timemanage
 from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
 from leelaz.search.node import INVALID, RootSelector, UCTNode, backup
 from leelaz.search.result import SearchResult
+from leelaz.search.root import prepare_root
 
 #: Consecutive batches without a single playout or expansion after which a search gives up.
 STALL_LIMIT = 100
@@ -94,9 +97,10 @@ class LeafBatch:
 class SearchRun:
     """One think/ponder call over `search`'s tree; see the module docstring.
 
-    Built after the root has been chosen (tree reuse); `prepare()` readies the root, `run`
-    does the batches. Counters (`playouts`, `nodes`) start from the tree's and are handed back
-    by UCTSearch when the run ends.
+    Made by `UCTSearch.start` once the root is chosen (tree reuse); `prepare()` readies the
+    root, `run` (or a driver's `collect` / `apply_evaluations`) does the batches, and
+    `UCTSearch.finish` chooses the move. Counters (`playouts`, `nodes`) start from the tree's
+    and are handed back by UCTSearch when the run ends.
     """
 
     def __init__(self, search, root_state, color: int, start: float, restrictions=None):
@@ -123,6 +127,12 @@ class SearchRun:
         #: Called with the run after every batch when set (the dynamic-komi seam).
         self.between_batches: Callable[[SearchRun], None] | None = None
 
+    def prepare(self) -> None:
+        """Ready the root (search/root.py: expand it if needed, drop repeats, add noise) and
+        its selector, which only lives as long as this run."""
+        prepare_root(self)
+        self.root_selector = RootSelector(self.root)
+
     # ------------------------------------------------------------------ the loop
     def run(self, limits: Limits, progress: Progress) -> None:
         """Batches until a limit, the budget, early stop or should_stop (at least one).
@@ -130,7 +140,6 @@ class SearchRun:
         With an asynchronous evaluator (a GPU) and batches of more than one, one batch is
         kept in flight: its leaves are expanded after the next batch has been collected."""
         batch = max(1, self.params.batch_size)
-        self.root_selector = RootSelector(self.root)
         pipelined = batch > 1 and self.evaluator.asynchronous
         self.in_flight = None
         try:

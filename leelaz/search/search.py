@@ -9,7 +9,8 @@ The search is three files by concern: this one orchestrates a call; search/root.
 prepares the root (tree reuse, noise); search/run.py is one call's batches, budgets and
 counters (`SearchRun`, the hot path: descent, expansion, backup, pipelining), and the seam for
 drivers that batch several searches into one network call (self-play) or act between batches
-(dynamic komi): its `collect` / `apply_evaluations` steps and `between_batches` hook.
+(dynamic komi): `UCTSearch.start` -> `SearchRun.prepare` -> the run's `collect` /
+`apply_evaluations` steps (or `run`, with its `between_batches` hook) -> `UCTSearch.finish`.
 
 Statistics are kept from Black's side (see node.py); reports use the side to move.
 
@@ -32,7 +33,7 @@ from leelaz.search.choose import choose_move
 from leelaz.search.node import ACTIVE, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
-from leelaz.search.root import advance, kept_boards, prepare_root, to_move
+from leelaz.search.root import advance, kept_boards, to_move
 from leelaz.search.run import Limits, Progress, SearchRun
 
 #: How many positions the tree may keep on its nodes (about 6.3 kB each, so ~130 MB): with
@@ -175,27 +176,19 @@ class UCTSearch:
         """
         p = self.params
         color = state.to_move if color is None else color
-        start = time.monotonic()
+        started = time.monotonic()
         tc = state.time_control if use_clock else None
         if tc is not None:
             tc.start(color)
-        if restrictions is not None and restrictions.has_move_restrictions:
-            self._last_state = None  # a reused tree may hold avoided moves
         try:
-            root_state = to_move(state, color)
-            self._update_root(root_state)
-            budget = timemanage.budget_cs(p, root_state, color, tc, time_limit_cs)
+            run = self.start(state, color, restrictions, started)
+            budget = timemanage.budget_cs(p, run.root_state, color, tc, time_limit_cs)
             self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
-            run = self._start_run(root_state, color, start, restrictions)
+            run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,
                             p.max_playouts if max_playouts is None else max_playouts, budget)
             self._run(run, limits, Progress(on_progress, progress_interval_cs, should_stop))
-            root = self.root
-            if not root.has_children():
-                result = stats.snapshot(root, color, root_state.move_num, move=PASS)
-                self.last_result = result
-                return result
-            return self._finish_think(run, nopass, noresign)
+            return self.finish(run, nopass, noresign)
         except BaseException:
             self.reset()  # a failed evaluation must not leave a half-updated tree behind
             raise
@@ -217,18 +210,16 @@ class UCTSearch:
         """
         p = self.params
         color = state.to_move
-        start = time.monotonic()
+        started = time.monotonic()
         disable_reuse = bool(restrictions is not None and restrictions.has_move_restrictions)
-        if disable_reuse:
-            self._last_state = None
         try:
-            root_state = state.copy()
-            self._update_root(root_state)
-            run = self._start_run(root_state, color, start, restrictions)
+            run = self.start(state, color, restrictions, started)
+            run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,
                             p.max_playouts if max_playouts is None else max_playouts,
                             UNLIMITED, pondering=True)
             self._run(run, limits, Progress(on_progress, progress_interval_cs, should_stop))
+            self._end(run)
         except BaseException:
             self.reset()
             raise
@@ -240,13 +231,42 @@ class UCTSearch:
             root.sort_children(color, p.lcb_min_visit_ratio)
             self._dump_stats(root, color)
             self.log(f"\n{root.visits} visits, {self.nodes} nodes\n\n")
-        result = stats.snapshot(root, color, root_state.move_num, playouts=self.playouts,
-                                nodes=self.nodes, elapsed=time.monotonic() - start,
+        result = stats.snapshot(root, color, run.root_state.move_num, playouts=self.playouts,
+                                nodes=self.nodes, elapsed=time.monotonic() - started,
                                 ratio=p.lcb_min_visit_ratio)
-        self._last_state = None if disable_reuse else root_state
+        self._last_state = None if disable_reuse else run.root_state
         return result
 
-    # ------------------------------------------------------------------ one call
+    # ------------------------------------------------------------------ one call, in steps
+    def start(self, state, color: int | None = None,
+              restrictions: MoveRestrictions | None = None,
+              started: float | None = None) -> SearchRun:
+        """The first step of a search call: the tree for `state` with `color` to move (the
+        last call's subtree when the game went on from it) and a SearchRun over it. Then
+        `run.prepare()` readies the root, `run.run(...)` or a driver's own `collect` /
+        `apply_evaluations` steps do the batches, and `finish(run)` chooses the move.
+        `started` (time.monotonic()) is when the call began; now by default."""
+        color = state.to_move if color is None else color
+        if restrictions is not None and restrictions.has_move_restrictions:
+            self._last_state = None  # a reused tree may hold avoided moves
+        root_state = to_move(state, color)
+        self._update_root(root_state)
+        started = time.monotonic() if started is None else started
+        self.current = SearchRun(self, root_state, color, started, restrictions)
+        return self.current
+
+    def finish(self, run: SearchRun, nopass: bool = False,
+               noresign: bool = False) -> SearchResult:
+        """The last step of a search call (genmove's): statistics to stderr, the move choice,
+        the explanation, and the root state kept for the next call's tree reuse."""
+        self._end(run)
+        root = self.root
+        if not root.has_children():
+            result = stats.snapshot(root, run.color, run.root_state.move_num, move=PASS)
+            self.last_result = result
+            return result
+        return self._finish_think(run, nopass, noresign)
+
     def _update_root(self, root_state) -> None:
         """Reuse the subtree of the new position if possible, else start a fresh tree."""
         self.playouts = 0
@@ -257,22 +277,20 @@ class UCTSearch:
         # No "update_root, A -> B nodes" line: only assert builds of LZ 0.17 (Debian's) print
         # it, and Lizzie reads any stderr line with " -> " as a move of dump_stats.
 
-    def _start_run(self, root_state, color: int, start: float, restrictions) -> SearchRun:
-        """The call's SearchRun over the chosen root, the root prepared (search/root.py)."""
-        run = self.current = SearchRun(self, root_state, color, start, restrictions)
-        prepare_root(run)
-        self._take_counts(run)
-        return run
-
     def _run(self, run: SearchRun, limits: Limits, progress: Progress) -> None:
-        """The batches (if the root has any move), then PRUNED children are active again."""
-        root = run.root
+        """The batches, if the root has any move to search."""
         try:
-            if root.has_children():
+            if run.root.has_children():
                 run.run(limits, progress)
         finally:
             self._take_counts(run)
-        for c in root.children:
+
+    def _end(self, run: SearchRun) -> None:
+        """The run's counters become the tree's; children pruned by time management are
+        active again."""
+        self._take_counts(run)
+        self.current = None
+        for c in run.root.children:
             if c.status == PRUNED:
                 c.status = ACTIVE
 
