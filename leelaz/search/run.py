@@ -196,8 +196,7 @@ class SearchRun:
                 continue
             if elapsed_cs >= budget_cs:
                 break
-            if not early_stop.keep_searching(root, self.root_state, self.color, self.playouts,
-                                             elapsed_cs, budget_cs, visits_cap, playouts_cap):
+            if not early_stop.keep_searching(self, limits, elapsed_cs):
                 break
 
     def _step(self, limit: int) -> int:
