@@ -90,10 +90,9 @@ __kernel void in_transform_input(__global const float* restrict in,
  * per position. Plane c < 8 marks the side to move's stones c moves ago, 8 <= c < 16 the other
  * side's, 16 is all ones for Black to move, 17 for White; input point (x, y) reads the board at
  * its image under symmetry s (if s & 4 swap x and y; if s & 2 mirror x; if s & 1 mirror y), as
- * nn/features.py's input_planes_batch does. Rows past P (padding) are zero, like Cpad's. */
-#define MAILBOX_STRIDE 21
+ * nn/features.py's input_planes_batch does. Rows past P (padding) are zero, like Cpad's.
+ * HISTORY and MAILBOX_STRIDE are generated from the input layout (backends/base.py). */
 #define MAILBOX (MAILBOX_STRIDE * MAILBOX_STRIDE)
-#define HISTORY 8
 __kernel void in_transform_boxes(__global const uchar* restrict boxes, const int meta,
                                  __global store_t* restrict V,
                                  const int Cpad, const int P, const int Ppad)

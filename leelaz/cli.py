@@ -22,8 +22,8 @@ from pathlib import Path
 
 import click
 
-from leelaz.config import (DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES,
-                           EngineConfig, resolve_threads)
+from leelaz.batching import resolve_threads, search_batch_size
+from leelaz.config import DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES, EngineConfig
 from leelaz.tools import is_verb, run_verb
 
 #: The command groups that other modules provide; each is registered if it is installed.
@@ -228,7 +228,6 @@ def load_network(cfg: EngineConfig, path: str | None, say):
     weights = load_weights(path)
     say(weights_summary(weights) + "\n")
     # The backend is tuned (and its precision chosen) for the batches the search will send.
-    from leelaz.gtp.search_commands import search_batch_size
     batch = search_batch_size(cfg)
     # --cpu-only gives NumPy; otherwise OpenCL on a GPU (on every --gpu id given), or on a CPU
     # device only if it beats NumPy; any OpenCL failure falls back to NumPy with a one-line
@@ -258,16 +257,16 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
                  weights_path: str | None = None):
     """GameState + network + command groups -> a ready GtpEngine.
 
-    The network (or None) is put on `engine.network` before the optional groups register,
-    so their register(engine) can pick it up; each group adds its own session objects
-    (the search, the training buffer) as engine attributes.
+    The network (or None) is put on the session (gtp/session.py) before the optional groups
+    register, so their register(engine) can pick it up; each group fills in the session's
+    fields it owns (the search and its hooks, the training buffer).
     """
     from leelaz.gtp import board_commands
     from leelaz.gtp.engine import GtpEngine
 
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
-    engine.network = network
-    engine.weights_path = weights_path if network is not None else None  # printsgf's PB
+    engine.session.network = network
+    engine.session.weights_path = weights_path if network is not None else None  # printsgf PB
     board_commands.register(engine)
     for name in OPTIONAL_GROUPS:
         group = _optional_module(name)
@@ -360,12 +359,12 @@ def benchmark(cfg: EngineConfig, network, stdout, stderr, log, path: str | None)
         return 1
     engine = build_engine(cfg.with_(quiet=False), out=stdout, err=stderr, log=log,
                           network=network, weights_path=path)
-    state = engine.state
+    state = engine.session.state
     state.time_control = TimeControl.from_time_settings(0, 1, 0)  # infinite
     for color, move in BENCHMARK_MOVES:
         state.play(parse_color(color), parse_gtp_vertex(move))
     state.set_to_move(WHITE)
-    engine.search.think(state, WHITE)
+    engine.session.search.think(state, WHITE)
     return 0
 
 

@@ -1,7 +1,8 @@
 """Start-up settings, as frozen dataclasses with Leela Zero 0.17's defaults (reference §2).
 
-Owns: EngineConfig (everything the command line sets) and the thread/batch-size resolution
-that Leela.cpp does after parsing. Imports: stdlib only; anyone may import it.
+Owns: EngineConfig (everything the command line sets). Imports: stdlib only; anyone may import
+it. The thread and batch-size resolution that Leela.cpp does after parsing lives with the rest
+of the batch policy in batching.py.
 
 Settings are passed in through constructors, never read from globals. Values that change at
 run time (lz-setoption visits, playouts, lagbuffer, resign percentage, pondering) live in the
@@ -10,8 +11,6 @@ objects that own them (the search parameters), seeded from here.
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,8 +19,6 @@ DEFAULT_WEIGHTS = str(Path.home() / ".local" / "share" / "leela-zero" / "best-ne
 
 TIMEMANAGE_CHOICES = ("auto", "on", "off", "fast", "no_pruning")
 PRECISION_CHOICES = ("auto", "single", "half")
-#: Leela Zero's cap on search threads.
-MAX_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -38,7 +35,7 @@ class EngineConfig:
     resignpct: int = -1  # -r: resign below x% winrate; 0 never; -1 = 10% scaled for handicap
     playouts: int = 0  # -p: playouts per search call, 0 = unlimited (needs --noponder)
     visits: int = 0  # -v: stop when the root has this many visits, 0 = unlimited
-    threads: int = 0  # -t: search threads as given, 0 = pick (see resolve_threads)
+    threads: int = 0  # -t: search threads as given, 0 = pick (see batching.resolve_threads)
     seed: int | None = None  # -s: main RNG seed (uint64); None = random, printed in SGF comment
     seed_given: bool = False  # whether -s was given (a random seed goes into the SGF comment)
     noise: bool = False  # -n: Dirichlet noise at the root (self-play)
@@ -50,7 +47,7 @@ class EngineConfig:
     gpus: tuple[int, ...] = ()  # --gpu (repeatable): OpenCL device ids; () = autodetect
     full_tuner: bool = False  # --full-tuner: exhaustive OpenCL tuning (implies tune_only)
     tune_only: bool = False  # --tune-only: tune OpenCL, then exit
-    batchsize: int = 0  # --batchsize: max NN batch, 0 = pick (see resolve_threads)
+    batchsize: int = 0  # --batchsize: max NN batch, 0 = pick (see batching.resolve_threads)
     precision: str = "auto"  # --precision: single|half|auto
     precision_given: bool = False  # whether --precision was given (--full-tuner needs it)
     benchmark: bool = False  # --benchmark: search a fixed position, print stats, exit
@@ -80,31 +77,3 @@ class EngineConfig:
 
     def with_(self, **changes) -> "EngineConfig":
         return replace(self, **changes)
-
-
-def hardware_threads() -> int:
-    return os.cpu_count() or 1
-
-
-def resolve_threads(cfg: EngineConfig, hw: int | None = None) -> tuple[int, int]:
-    """(threads, batch size) as Leela.cpp picks them after parsing (reference §2).
-
-    CPU (--cpu-only): threads = min(t or hw, hw, 256); the batch size is 1 (each thread
-    evaluates alone). OpenCL: g = number of --gpu (at least 1); with -t, batch = --batchsize or
-    ceil(t / 2g); without, batch = --batchsize or 5 and t = min(256, 2 g batch).
-    Raises ValueError when threads < batch size, as Leela Zero refuses to start then.
-    """
-    hw = hw or hardware_threads()
-    if cfg.cpu_only:
-        wanted = cfg.threads if cfg.threads > 0 else hw
-        return min(wanted, hw, MAX_THREADS), 1
-    g = max(1, len(cfg.gpus))
-    if cfg.threads > 0:
-        batch = cfg.batchsize or max(1, math.ceil(cfg.threads / (2 * g)))
-        threads = min(cfg.threads, MAX_THREADS)
-    else:
-        batch = cfg.batchsize or 5
-        threads = min(MAX_THREADS, batch * 2 * g)
-    if threads < batch:
-        raise ValueError(f"{threads} threads are fewer than the batch size {batch}")
-    return threads, batch

@@ -25,8 +25,8 @@ def rel_error(got: np.ndarray, want: np.ndarray) -> float:
 
 def opencl_available() -> bool:
     """An OpenCL platform with at least one device is present (pyopencl imported lazily)."""
-    from leelaz.backends import BackendUnavailable
-    from leelaz.backends.opencl_backend import list_devices
+    from leelaz.backends.base import BackendUnavailable
+    from leelaz.backends.device_choice import list_devices
 
     try:
         list_devices()

@@ -3,6 +3,8 @@
 `FakeEvaluator(policy_fn, value_fn)` answers each state with policy_fn(state) (362 floats;
 uniform by default) and value_fn(state) (winrate for the side to move; 0.5 by default).
 It records the size of every batch it was given, so tests can check the one-call-per-batch rule.
+They declare the search's Evaluator seam (search/search.py): `submit(states).result()`,
+`evaluate(states)` and `asynchronous`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,17 @@ def half(state) -> float:
     return 0.5
 
 
+class _Answered:
+    def __init__(self, evals):
+        self._evals = evals
+
+    def result(self):
+        return self._evals
+
+
 class FakeEvaluator:
+    asynchronous = False
+
     def __init__(self, policy_fn=uniform_policy, value_fn=half):
         self.policy_fn = policy_fn
         self.value_fn = value_fn
@@ -41,6 +53,17 @@ class FakeEvaluator:
     @property
     def evaluations(self) -> int:
         return sum(self.batches)
+
+    # What the GTP commands ask of a network besides evaluations (memory figures).
+    def weights_bytes(self) -> int:
+        return 0
+
+    def set_cache_size(self, entries: int) -> None:
+        pass
+
+    def submit(self, states):
+        """Answered at once (a synchronous evaluator)."""
+        return _Answered(self.evaluate(states))
 
     def evaluate(self, states, symmetry=None):
         self.batches.append(len(states))

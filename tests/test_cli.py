@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
+from leelaz.batching import resolve_threads
 from leelaz.cli import UsageProblem, parse_args, run
-from leelaz.config import EngineConfig, resolve_threads
+from leelaz.config import EngineConfig
 
 # A value for each flag that takes one (Leela Zero's --help says `arg`).
 VALUES = {"threads": "2", "playouts": "10", "visits": "10", "lagbuffer": "50",

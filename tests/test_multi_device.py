@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from backend_helpers import need_opencl, random_planes, rel_error
 
+from leelaz.backends.base import Backend
 from leelaz.backends.multi_device import MultiDeviceBackend, split_sizes
 from leelaz.backends.weights import load_weights
 
@@ -38,7 +39,8 @@ def weights(random_weights):
 @pytest.fixture(scope="module")
 def multi(weights):
     """Two fp32 OpenCL backends on the same device, default tile sizes (no tuning)."""
-    from leelaz.backends.opencl_backend import OpenCLBackend, pick_device
+    from leelaz.backends.device_choice import pick_device
+    from leelaz.backends.opencl_backend import OpenCLBackend
 
     need_opencl()
     device = pick_device([0])
@@ -49,7 +51,7 @@ def multi(weights):
 
 # ---- the split and the order, on fakes --------------------------------------------------------
 
-class _Recorder:
+class _Recorder(Backend):
     """A fake asynchronous backend: policy row = the input's first value, value = its index."""
 
     name = "fake"
@@ -166,7 +168,7 @@ def test_chooser_builds_one_backend_per_id(weights):
 
 def test_chooser_falls_back_to_numpy_for_a_bad_id_among_several(weights):
     from leelaz.backends.device_choice import choose_backend
-    from leelaz.backends.opencl_backend import list_devices
+    from leelaz.backends.device_choice import list_devices
 
     need_opencl()
     bad = len(list_devices()) + 5

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from leelaz.backends.base import Backend
 from leelaz.backends.numpy_backend import NumpyBackend
 from leelaz.backends.random_weights import random_tensors
 from leelaz.backends.weights import load_weights
@@ -18,7 +19,7 @@ from leelaz.nn.symmetry import INVERSE, SYMMETRY_TABLE, symmetric_xy, symmetry_h
 MOVES = ["D4", "Q16", "C17", "R3", "K10", "F3"]
 
 
-class CountingBackend:
+class CountingBackend(Backend):
     """Wraps a backend and records the batch size of every forward call."""
 
     name = "counting"
@@ -278,7 +279,7 @@ from leelaz.nn.network import softmax  # noqa: E402
 from leelaz.nn.symmetry import transform_planes, untransform_policy  # noqa: E402
 
 
-class RowwiseBackend:
+class RowwiseBackend(Backend):
     """Outputs that depend on each row alone (elementwise numpy, no BLAS), and not symmetric
     (a bias per point), so any mix-up of rows or symmetries shows."""
 

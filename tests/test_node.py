@@ -333,3 +333,26 @@ def test_root_selector_keeps_exact_scores_through_a_collection(seed):
             victim = rng.choice(root.children)
             victim.status = PRUNED if victim.status == ACTIVE else ACTIVE
     assert checked > 500
+
+
+def test_backup_is_update_inlined():
+    """search.node.backup repeats UCTNode.update for a whole path (hot path): the same
+    visits, wins and M2, to the last bit, and the virtual loss taken off."""
+    from leelaz.search.node import backup
+
+    rng = np.random.default_rng(12)
+    inlined = [UCTNode() for _ in range(4)]
+    called = [UCTNode() for _ in range(4)]
+    for node in inlined:
+        node.virtual_loss = 3 * 40
+    for _ in range(40):
+        value = float(rng.random())
+        depth = int(rng.integers(1, 5))
+        backup(inlined[:depth], value, 3)
+        for node in inlined[depth:]:
+            node.virtual_loss -= 3
+        for node in called[:depth]:
+            node.update(value)
+    for a, b in zip(inlined, called):
+        assert (a.visits, a.black_wins, a.m2) == (b.visits, b.black_wins, b.m2)
+        assert a.virtual_loss == 0

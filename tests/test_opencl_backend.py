@@ -132,7 +132,7 @@ def test_batch_results_do_not_depend_on_batch_company(backends):
 
 
 def test_selfcheck_raises_on_disagreement(backends, weights, random_weights):
-    from leelaz.backends.opencl_backend import SelfCheckError
+    from leelaz.backends.check_backend import SelfCheckError
 
     be = backends["single"]
     planes = random_planes(3, seed=4)
@@ -207,7 +207,8 @@ def test_chooser_cpu_only_never_touches_opencl(weights):
 
 def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights):
     """The PTX wmma sgemm (NVIDIA only; PoCL never offers it) against the NumPy backend."""
-    from leelaz.backends.opencl_backend import OpenCLBackend, list_devices
+    from leelaz.backends.device_choice import list_devices
+    from leelaz.backends.opencl_backend import OpenCLBackend
     from leelaz.backends.tuner import GemmParams
 
     if not opencl_available():

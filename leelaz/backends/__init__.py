@@ -1,16 +1,20 @@
 """Network backends behind one small seam (backends/base.py), looked up by name.
 
-Owns: the registry. Imports: backends.* lazily, so pyopencl is only imported when asked for.
-Backends never import game/, search/ or nn/.
+Owns: the registry. Imports: backends.base, and the backends themselves lazily, so pyopencl is
+only imported when asked for. Backends never import game/, search/ or nn/.
+
+    numpy    the CPU forward pass (numpy_backend.py)
+    opencl   the Winograd kernels on an OpenCL device (opencl_backend.py)
+    random   no network: seeded random outputs at no cost, for tests and the search's
+             own benchmark (random_backend.py)
+    check    another backend checked against a reference on every batch (check_backend.py)
 """
 
 from __future__ import annotations
 
-from leelaz.backends.base import Backend, NetWeights
+from leelaz.backends.base import Backend, BackendUnavailable, NetWeights
 
-
-class BackendUnavailable(RuntimeError):
-    """A backend cannot run here (no OpenCL platform, no device, build failure, ...)."""
+__all__ = ["REGISTRY", "Backend", "BackendUnavailable", "create_backend"]
 
 
 def _numpy(weights: NetWeights, **options) -> Backend:
@@ -25,13 +29,26 @@ def _opencl(weights: NetWeights, **options) -> Backend:
     return OpenCLBackend(weights, **options)
 
 
-REGISTRY = {"numpy": _numpy, "opencl": _opencl}
+def _random(weights: NetWeights | None, **options) -> Backend:
+    from leelaz.backends.random_backend import RandomBackend
+
+    return RandomBackend(weights, **options)
 
 
-def create_backend(name: str, weights: NetWeights, **options) -> Backend:
+def _check(weights: NetWeights, **options) -> Backend:
+    from leelaz.backends.check_backend import CheckBackend
+
+    return CheckBackend(weights, **options)
+
+
+REGISTRY = {"numpy": _numpy, "opencl": _opencl, "random": _random, "check": _check}
+
+
+def create_backend(name: str, weights: NetWeights | None, **options) -> Backend:
     """Build the backend called `name` for `weights`.
 
     Raises KeyError for an unknown name and BackendUnavailable when it cannot run here.
-    Choosing between backends ("auto", --cpu-only, --gpu) is the caller's business.
+    Choosing between backends ("auto", --cpu-only, --gpu) is the caller's business
+    (device_choice.py).
     """
     return REGISTRY[name](weights, **options)

@@ -1,7 +1,9 @@
 """The seam between the network and its backends, and the weights every backend consumes.
 
-Owns: the Backend protocol and the NetWeights record (weights as loaded, batch-norm folded).
-Imports: numpy only. Backends see NumPy arrays and nothing of the game, the search or nn/.
+Owns: the `Backend` base class (the seam and every capability a caller may ask about, with
+its default), `BackendUnavailable`, and the NetWeights record (weights as loaded, batch-norm
+folded). Imports: numpy only. Backends see NumPy arrays and nothing of the game, the search or
+nn/.
 
 Contract of `Backend.forward(planes)`:
     planes          float32 [B, 18, 19, 19]  input planes (Leela Zero's order, reference doc 4.3)
@@ -11,10 +13,12 @@ Contract of `Backend.forward(planes)`:
                     the side to move for a version-1 file, Black for version 2 (the caller
                     flips; backends never look at the version)
 
-Optionally `Backend.submit(planes)` starts the same computation and returns at once with a
-`Pending` whose `result()` gives forward's answer: a GPU computes one batch while the search
-walks the tree for the next (search.py pipelines when the backend says `asynchronous`).
-`submit(backend, planes)` below works for every backend, computing at once for those without.
+`Backend.submit(planes)` starts the same computation and returns a `Pending` whose `result()`
+gives forward's answer. The base class computes at once; a GPU backend returns before the
+device is done and says so with `asynchronous = True`, so that the search walks the tree for the
+next batch meanwhile. Capabilities are declared on the class, never probed: a caller reads
+`backend.asynchronous`, `backend.max_batch`, `backend.accepts_packed_inputs`, `precision` and
+`device` on any backend and gets the base class's default where a backend has nothing to say.
 """
 
 from __future__ import annotations
@@ -24,7 +28,17 @@ from typing import Protocol
 
 import numpy as np
 
-INPUT_CHANNELS = 18
+#: The input layout, the contract between nn/features.py, which encodes positions in it, and
+#: the backends, which read it (the OpenCL kernels get it as build #defines, `input_defines`).
+#: It lives here, at the seam, because both sides need the numbers and backends/ may not
+#: import nn/: HISTORY_LENGTH positions, newest first, each as a plane of the side to move's
+#: stones, then as many of the other side's, then two side-to-move planes.
+HISTORY_LENGTH = 8
+INPUT_CHANNELS = 2 * HISTORY_LENGTH + 2
+#: A packed position (submit_packed) is HISTORY_LENGTH mailboxes of this side (the 19x19
+#: board with a one-point border), one byte a point, newest first.
+MAILBOX_STRIDE = 21
+PACKED_ROW = HISTORY_LENGTH * MAILBOX_STRIDE * MAILBOX_STRIDE
 BOARD_SQUARES = 361
 POLICY_OUTPUTS = 362
 VALUE_HIDDEN = 256
@@ -84,14 +98,13 @@ class NetWeights:
         return sum(a.size for a in arrays) * 4
 
 
-class Backend(Protocol):
-    """What the network needs of a backend. Implementations live one per file."""
+def input_defines() -> dict[str, int]:
+    """The input layout as the kernels' build #defines."""
+    return {"HISTORY": HISTORY_LENGTH, "MAILBOX_STRIDE": MAILBOX_STRIDE}
 
-    name: str  # "numpy", "opencl", ...
 
-    def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Evaluate a batch; see the module docstring for shapes and meaning."""
-        ...
+class BackendUnavailable(RuntimeError):
+    """A backend cannot run here (no OpenCL platform, no device, build failure, ...)."""
 
 
 class Pending(Protocol):
@@ -110,7 +123,45 @@ class Done:
         return self._answer
 
 
-def submit(backend: Backend, planes: np.ndarray) -> Pending:
-    """Start `backend` on a batch: its own asynchronous submit, or forward() right away."""
-    start = getattr(backend, "submit", None)
-    return start(planes) if start is not None else Done(backend.forward(planes))
+class Backend:
+    """The seam: what the network needs of a backend, with every capability's default.
+
+    Implementations live one per file and subclass this; `forward` is the one method each
+    must write. The class attributes below are the capabilities callers may read; a backend
+    overrides the ones where it differs.
+    """
+
+    #: The registry's name for it ("numpy", "opencl", ...).
+    name: str = "backend"
+    #: submit() returns before the answer is computed (a device works while Python goes on):
+    #: the search then keeps one batch in flight while it collects the next.
+    asynchronous: bool = False
+    #: The largest batch one call takes; None for any size (larger batches are the caller's
+    #: to split).
+    max_batch: int | None = None
+    #: "single" or "half" storage; None where the question does not arise (the host).
+    precision: str | None = None
+    #: The device it runs on (a pyopencl Device), None on the host.
+    device = None
+    #: The weights it evaluates (None for backends without any, such as `random`).
+    weights: NetWeights | None = None
+    #: The probability with which a batch is re-checked against NumPy (OpenCL only).
+    selfcheck: float = 0.0
+
+    def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate a batch; see the module docstring for shapes and meaning."""
+        raise NotImplementedError
+
+    def submit(self, planes: np.ndarray) -> Pending:
+        """Start a batch; the default computes it at once."""
+        return Done(self.forward(planes))
+
+    @property
+    def accepts_packed_inputs(self) -> bool:
+        """The input format: True when `submit_packed` may be used now (the device builds
+        the planes from packed positions), False for float planes only."""
+        return False
+
+    def submit_packed(self, packed: bytes, batch: int) -> Pending:
+        """As submit, for `batch` positions in nn/features.packed_inputs' layout."""
+        raise NotImplementedError(f"the {self.name} backend takes input planes only")

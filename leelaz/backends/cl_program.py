@@ -3,7 +3,8 @@
 Owns: the one resolver for the kernels folder (`importlib.resources` on `leelaz.kernels`,
 falling back to `<repo>/kernels` for a plain checkout), the build-options text, a per-device
 program cache, and `ClKernel`, a typed callable that asserts its launch preconditions.
-Imports: pyopencl, numpy, stdlib. Kernel source lives only in `kernels/*.cl`.
+Imports: pyopencl, numpy, stdlib, backends.base (the input layout). Kernel source lives only
+in `kernels/*.cl`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
+from leelaz.backends.base import input_defines
+
 #: Files concatenated, in this order, into every program (common.cl first: the others use it).
 KERNEL_FILES = ("common.cl", "winograd.cl", "sgemm.cl", "sgemm_tc.cl", "convolve1.cl")
 
-#: Board geometry the kernels are built for (reference notes 4.6).
+#: Board geometry and input layout the kernels are built for (reference notes 4.6; the layout
+#: is the seam's, backends/base.py, which nn/features.py encodes).
 BOARD_DEFINES = {"BOARD_SIZE": 19, "NUM_INTERSECTIONS": 361, "WTILES": 5, "TILES": 25,
-                 "HEAD_OUTPUTS": 3}
+                 "HEAD_OUTPUTS": 3, **input_defines()}
 #: Switches every program defines, overridden by the caller's.
 DEFAULT_DEFINES = {"STORAGE_HALF": 0, "M_FLOAT": 0, "TENSOR_CORES": 0, "PREFETCH": 0}
 

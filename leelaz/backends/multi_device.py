@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import Backend, Pending, submit
+from leelaz.backends.base import Backend, Pending
 
 
 def split_sizes(batch: int, parts: int) -> list[int]:
@@ -25,11 +25,11 @@ def split_sizes(batch: int, parts: int) -> list[int]:
     return [base + (i < extra) for i in range(used)]
 
 
-class MultiDeviceBackend:
+class MultiDeviceBackend(Backend):
     """Backend.forward/submit over several backends (typically one OpenCLBackend per device).
 
-    The attributes the rest of the program reads (name, device, precision, weights, selfcheck)
-    come from the parts, so the start-up code and the search see one backend.
+    The capabilities the rest of the program reads (name, device, precision, weights,
+    selfcheck) come from the parts, so the start-up code and the search see one backend.
     """
 
     def __init__(self, backends: list[Backend]):
@@ -38,11 +38,11 @@ class MultiDeviceBackend:
         self.parts = list(backends)
         self.name = self.parts[0].name
         #: The search pipelines only when every part returns from submit before it is done.
-        self.asynchronous = all(getattr(b, "asynchronous", False) for b in self.parts)
+        self.asynchronous = all(b.asynchronous for b in self.parts)
 
     @property
     def devices(self) -> list:
-        return [getattr(b, "device", None) for b in self.parts]
+        return [b.device for b in self.parts]
 
     @property
     def device(self):
@@ -52,16 +52,16 @@ class MultiDeviceBackend:
     @property
     def precision(self) -> str | None:
         """The parts' precision, or their precisions joined by commas when they differ."""
-        found = [getattr(b, "precision", None) for b in self.parts]
+        found = [b.precision for b in self.parts]
         return found[0] if len(set(found)) == 1 else ",".join(map(str, found))
 
     @property
     def weights(self):
-        return getattr(self.parts[0], "weights", None)
+        return self.parts[0].weights
 
     @property
     def selfcheck(self) -> float:
-        return max(getattr(b, "selfcheck", 0.0) for b in self.parts)
+        return max(b.selfcheck for b in self.parts)
 
     @selfcheck.setter
     def selfcheck(self, probability: float) -> None:
@@ -76,7 +76,7 @@ class MultiDeviceBackend:
         """Start every chunk on its backend, then return without waiting for any."""
         pending, start = [], 0
         for backend, size in zip(self.parts, split_sizes(len(planes), len(self.parts))):
-            pending.append(submit(backend, planes[start:start + size]))
+            pending.append(backend.submit(planes[start:start + size]))
             start += size
         return _Joined(pending)
 

@@ -33,15 +33,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, ConvBN,
-                                  NetWeights)
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, Backend,
+                                  ConvBN, NetWeights)
 from leelaz.backends.winograd import (ALPHA, PADDED, TILE, TILES, WTILES, input_transform,
                                       output_transform, output_view, transform_filter)
 
 _B = 19  # board side
 #: Positions per forward pass of one worker: larger batches are cut into chunks of at most
-#: this size, which keeps the work arrays in cache (measured here, evals per CPU-second of a
-#: 6x128 net by chunk size: 1: 79, 2: 89, 4: 105, 6: 104, 8: 99, 16: 93, 32: 88).
+#: this size, which keeps the work arrays in cache (the measurement by chunk size is in
+#: docs/performance.md).
 CHUNK = 6
 
 
@@ -80,17 +80,18 @@ class _Buffers:
         self.y = np.empty(TILE * TILE * TILES * batch * filters, np.float32)
 
 
-class NumpyBackend:
+class NumpyBackend(Backend):
     """Batched forward pass in NumPy; see the module docstring for the layout."""
 
     name = "numpy"
+    precision = "single"
 
     def __init__(self, weights: NetWeights, threads: int | None = None, **_options):
         """`threads`: workers that each run part of a batch (default: min(2, CPUs)).
 
         BLAS itself is set to one thread: OpenBLAS's own threads spin-wait for each other and
-        collapse when the CPU is shared (measured here: 0.4 GFLOP/s instead of 33 with another
-        busy process), whereas splitting the batch over Python threads degrades gracefully.
+        collapse when the CPU is shared (docs/performance.md), whereas splitting the batch
+        over Python threads degrades gracefully.
         """
         self.weights = weights
         self.filters = weights.filters

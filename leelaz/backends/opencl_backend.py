@@ -1,11 +1,11 @@
 """The OpenCL backend: the whole residual tower on one device, one enqueue sequence per batch.
 
-Owns: device enumeration and choice by id or speed (`list_devices`, `pick_device`), the
-OpenCLBackend (context and queue, buffers allocated once and grown for larger batches, weights
-uploaded once as Winograd U from the shared `transform_filter`, the enqueue plans, read-back),
-precision choice (single | half | auto) and the optional self-check against NumPy.
-Imports: numpy, pyopencl, backends.base/winograd/cl_program/tuner, and backends.numpy_backend
-lazily (self-check only).
+Owns: the OpenCLBackend (context and queue, buffers allocated once and grown for larger
+batches, weights uploaded once as Winograd U from the shared `transform_filter`, the enqueue
+plans, read-back), precision choice (single | half | auto) and the optional self-check against
+NumPy. Imports: numpy, pyopencl, backends.base/check_backend/device_choice/winograd/
+cl_program/tuner, and backends.numpy_backend lazily (self-check only). The measurements behind
+these choices are in docs/performance.md.
 
 Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
 add and ReLU, then the next layer's input transform, in one kernel: both transforms work channel
@@ -15,10 +15,9 @@ The heads run on the device too: the 1x1 convolutions (with batch norm and ReLU)
 connected layers, so one batch is one upload, one enqueue sequence and one read-back of
 [B, 363] floats (362 logits, the value before tanh). The upload is float32 planes (`submit`) or,
 from the search, the positions themselves (`submit_packed`: 8 mailboxes and a side/symmetry
-byte pair each, 3.5 kB instead of 26 kB), whose planes in_transform_boxes builds on the device;
-building them on the host was a tenth of the search's time per playout on small networks. Measured on an H100 (20x256 fp32, batch 256): with the 1x1 convs on the host, reading
-back the tower output halved the throughput (4,740 -> 2,369 evals/s); moving the FC layers
-from NumPy onto the device took it from 4,740 to 5,240 evals/s.
+byte pair each, 3.5 kB instead of 26 kB), whose planes in_transform_boxes builds on the device:
+on small networks the host's planes were a noticeable part of the search's time per playout,
+and reading back anything but the final outputs costs throughput on a GPU.
 
 Padding is fixed (K to 128, C to 32) so that one upload of U serves every sgemm tile shape:
 the backend keeps one tuned shape for small batches and one for large ones.
@@ -28,20 +27,17 @@ every OpenCL device supports through vload_half/vstore_half; it halves memory tr
 
 Enqueue plans: on a fast GPU the search waits on Python, not on the device. A batch is 2
 launches per 3x3 layer, 1 more for the first, plus 4 for the heads (31 for 6 blocks, 87 for 20,
-167 for 40; 43, 127 and 247 before the fused transform), and
-pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every launch. So each
+167 for 40), and pyopencl's `kernel(queue, sizes, *args)` packs and sets every argument on every launch. So each
 batch size gets an `_EnqueuePlan`: its own `cl.Kernel` objects (a kernel object holds its
 arguments, so no two launches share one) with every argument set once, and the launch sizes
 precomputed; `submit` is then one upload, one `enqueue_nd_range_kernel` per launch and one
 read-back. The search's batch sizes change from call to call (cache hits, ramp-up), and a
-plan costs milliseconds to build (10-20 ms on an H100 for 6-20 blocks), so a batch runs as one
+plan costs milliseconds to build, so a batch runs as one
 of a few padded row counts (`plan_rows`, zero rows padded on): a few plans serve every size.
 They are kept least recently used first, dropped beyond PLAN_CACHE (their kernel objects are
 re-used for the next plan); growing the buffers drops them all. After a submit the queue is
-flushed, so the device starts at once while the search collects the next batch. Measured
-on an H100, host microseconds per submit, batch 1: 6x128 897 -> 537, 20x256 1,777 -> 1,025
-(before the padding). What is left is the NVIDIA driver's own ~8-10 us per
-clEnqueueNDRangeKernel (as much through ctypes with no event), hence the fused transform.
+flushed, so the device starts at once while the search collects the next batch. What is left
+per launch is the driver's own cost of clEnqueueNDRangeKernel, hence the fused transform.
 
 Hot path: `submit` -> `_enqueue`.
 """
@@ -55,18 +51,16 @@ from collections import OrderedDict
 import numpy as np
 import pyopencl as cl
 
-from leelaz.backends import BackendUnavailable
-from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
-                                  VALUE_HIDDEN, ConvBN, NetWeights)
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_ROW, POLICY_OUTPUTS,
+                                  VALUE_HIDDEN, Backend, BackendUnavailable, ConvBN, NetWeights)
+from leelaz.backends.check_backend import SelfCheckError, check_error, raise_if_apart  # noqa: F401
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
+from leelaz.backends.device_choice import pick_device
 from leelaz.backends.tuner import GemmParams, tune
 from leelaz.backends.winograd import transform_filter
 
 TILES = 25
 HEAD_OUTPUTS = 3
-#: Bytes per position of packed input (submit_packed): 8 mailboxes of 21x21 (the layout of
-#: nn/features.packed_inputs and of kernels/winograd.cl's in_transform_boxes).
-PACKED_ROW = 8 * 21 * 21
 RESULT_WIDTH = POLICY_OUTPUTS + 1  # per position: 362 logits, then the value before tanh
 K_MULTIPLE, C_MULTIPLE, P_MULTIPLE = 128, 32, 128  # padding that suits every sgemm shape
 #: Batches up to this size use the sgemm shape tuned for small batches.
@@ -97,60 +91,6 @@ def _plan_sizes(batch: int) -> list[int]:
     return sorted(sizes)
 
 
-class SelfCheckError(RuntimeError):
-    """An OpenCL evaluation disagreed with NumPy beyond tolerance."""
-
-
-def list_devices() -> list[tuple[int, cl.Platform, cl.Device]]:
-    """Every OpenCL device, numbered across platforms in order (the numbering --gpu uses).
-
-    Raises BackendUnavailable when there is no OpenCL platform at all.
-    """
-    try:
-        platforms = cl.get_platforms()
-    except (cl.Error, cl.LogicError, RuntimeError) as e:
-        raise BackendUnavailable(f"no OpenCL platform ({e})") from None
-    found = []
-    for platform in platforms:
-        try:
-            devices = platform.get_devices()
-        except cl.Error:
-            continue
-        for device in devices:
-            found.append((len(found), platform, device))
-    if not found:
-        raise BackendUnavailable("no OpenCL device")
-    return found
-
-
-def device_score(device: cl.Device) -> float:
-    """Rough speed: compute units x clock, GPUs first (as Leela Zero ranks them)."""
-    gpu = bool(device.type & cl.device_type.GPU)
-    return (1e9 if gpu else 0.0) + device.max_compute_units * max(device.max_clock_frequency, 1)
-
-
-def pick_device(gpus: list[int] | None = None, log=None) -> cl.Device:
-    """The device with id gpus[0], or else the best-scoring device (GPUs before CPUs).
-
-    One backend runs on one device: for several ids, device_choice builds a backend per id
-    (passing each its own `gpus=[id]`) and wraps them in a MultiDeviceBackend."""
-    devices = list_devices()
-    if log:
-        log(f"Detected {len({id(p) for _, p, _ in devices})} OpenCL platforms.")
-        for i, platform, device in devices:
-            log(f"Device ID: {i}  {device.name.strip()} "
-                f"({cl.device_type.to_string(device.type)}, {device.max_compute_units} CU, "
-                f"{device.max_clock_frequency} MHz) on {platform.name.strip()}")
-    if gpus:
-        by_id = {i: d for i, _, d in devices}
-        if gpus[0] not in by_id:
-            raise BackendUnavailable(f"no OpenCL device with id {gpus[0]}")
-        if len(gpus) > 1 and log:
-            log(f"One OpenCLBackend uses one device; ignoring ids {gpus[1:]}.")
-        return by_id[gpus[0]]
-    return max((d for _, _, d in devices), key=device_score)
-
-
 class _Conv3:
     """One 3x3 convolution's device-side weights (U padded, batch norm)."""
 
@@ -179,7 +119,7 @@ class _EnqueuePlan:
 
     Built through `launch`, which takes the next kernel object from `recycled` (the launches of
     a dropped plan built from the same program, in the same order) or creates one: on PoCL a
-    new pyopencl Kernel costs ~150 us, setting all its arguments ~60 us (~10 us per scalar).
+    new pyopencl Kernel costs more than setting all its arguments again.
     """
 
     def __init__(self, batch: int, program: cl.Program, recycled: list[cl.Kernel] | None):
@@ -219,10 +159,12 @@ class _EnqueuePlan:
         return [kernel for kernel, _, _ in self.launches + self.packed_launches[:1]]
 
 
-class OpenCLBackend:
+class OpenCLBackend(Backend):
     """Backend.forward on an OpenCL device. See the module docstring for the plan."""
 
     name = "opencl"
+    #: The search may walk the tree while a batch runs (submit returns before the GPU is done).
+    asynchronous = True
 
     def __init__(self, weights: NetWeights, gpus: list[int] | None = None,
                  precision: str = "auto", batch_size: int = 8, tune: str = "fast",
@@ -286,9 +228,10 @@ class OpenCLBackend:
                                                         for h in heads]))
         self.head_mean = _upload(self.ctx, np.concatenate([h.mean for h in heads]))
         self.head_scale = _upload(self.ctx, np.concatenate([h.scale for h in heads]))
-        self.fc = {name: (_upload(self.ctx, getattr(w, name + "_w")),
-                          _upload(self.ctx, getattr(w, name + "_b")))
-                   for name in ("policy_fc", "value_fc1", "value_fc2")}
+        self.fc = {name: (_upload(self.ctx, fc_w), _upload(self.ctx, fc_b))
+                   for name, fc_w, fc_b in (("policy_fc", w.policy_fc_w, w.policy_fc_b),
+                                            ("value_fc1", w.value_fc1_w, w.value_fc1_b),
+                                            ("value_fc2", w.value_fc2_w, w.value_fc2_b))}
         self.capacity = 0
         #: row count (plan_rows) -> _EnqueuePlan, least recently used first.
         self._plans: OrderedDict[int, _EnqueuePlan] = OrderedDict()
@@ -299,7 +242,7 @@ class OpenCLBackend:
     def _prepare_plans(self, batch_size: int) -> None:
         """Build the enqueue plans of every row count up to `batch_size`'s now, at start-up:
         a search ramps its batches up through all of them, and building one mid-search costs
-        tens of milliseconds on a deep net (a quarter of a 20x256 --benchmark on an H100)."""
+        tens of milliseconds on a deep net, a large part of a short search."""
         rows = plan_rows(batch_size)
         if rows > self.capacity:
             self._grow(rows)
@@ -531,9 +474,6 @@ class OpenCLBackend:
             totals[name] = totals.get(name, 0.0) + seconds
         return totals
 
-    #: The search may walk the tree while a batch runs (submit returns before the GPU is done).
-    asynchronous = True
-
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch: planes [B, 18, 19, 19] -> (policy_logits [B, 362], value [B])."""
         return self.submit(planes).result()
@@ -597,13 +537,8 @@ class OpenCLBackend:
             self._numpy = NumpyBackend(self.weights)
         i = int(self._rng.integers(len(planes)))
         ref_policy, ref_value = self._numpy.forward(np.asarray(planes[i:i + 1], np.float32))
-        got = np.append(softmax(policy[i]), value[i])
-        want = np.append(softmax(ref_policy[0]), ref_value[0])
-        error = float(np.sqrt(np.sum((got - want) ** 2)))
-        if not error <= self.selfcheck_tolerance:  # NaN fails too
-            raise SelfCheckError(f"OpenCL self-check mismatch: L2 error {error:.4g} over "
-                                 f"priors, pass and value (tolerance "
-                                 f"{self.selfcheck_tolerance}).")
+        raise_if_apart(check_error(policy[i], value[i], ref_policy[0], ref_value[0]),
+                       self.selfcheck_tolerance, "OpenCL self-check")
 
 
 class _Pending:
@@ -621,8 +556,3 @@ class _Pending:
             self.event.wait()
             self.event = self.host_in = None
         return self.backend._finish(self.planes, self.host)
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    e = np.exp(logits.astype(np.float64) - np.max(logits))
-    return e / e.sum()

@@ -101,8 +101,15 @@ def on_board(x: int, y: int) -> bool:
     return 0 <= x < BOARD_SIZE and 0 <= y < BOARD_SIZE
 
 
-#: Every on-board vertex in index order (A1, B1, ..., T1, A2, ...).
+#: Every on-board vertex in index order (A1, B1, ..., T1, A2, ...): the vertex of each index.
 ALL_VERTICES: tuple[Vertex, ...] = tuple(vertex_from_index(i) for i in range(NUM_INTERSECTIONS))
+#: The vertex of each policy slot, pass last (move_from_policy_slot as a table).
+VERTEX_OF_SLOT: tuple[Vertex, ...] = ALL_VERTICES + (PASS,)
+#: The policy slot of each vertex, NUM_VERTICES + 1 long so that PASS (-1) indexes its last
+#: entry, 361 (policy_slot as a table; border vertices read 0 and are never asked for).
+SLOT_OF_VERTEX: tuple[int, ...] = tuple(
+    [dict(zip(ALL_VERTICES, range(NUM_INTERSECTIONS))).get(v, 0) for v in range(NUM_VERTICES)]
+    + [PASS_INDEX])
 
 
 def parse_color(text: str) -> Color:

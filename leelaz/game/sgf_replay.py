@@ -18,12 +18,11 @@ Differences from the binary, on purpose: setup and moves of variations are not c
 (the binary rejects a file whose *variation* has a bad point); setup values `tt`/empty are
 ignored instead of played as passes; compressed point lists (`AB[aa:cc]`) are expanded
 instead of reading only `aa`; PL[b]/PL[w] are accepted in lower case.
-Imports: game.coords, game.sgf, game.state, game.timecontrol.
+Imports: game.coords, game.numbers, game.outcome, game.sgf, game.state, game.timecontrol.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -31,11 +30,11 @@ from leelaz.game.coords import (BLACK, BOARD_SIZE, EMPTY, PASS, WHITE, Color, Ve
                                 parse_sgf_vertex, sgf_vertex, vertex, xy)
 from leelaz.game.sgf import (SgfError, SgfGame, SgfNode, format_printsgf, read_first_game,
                              result_text)
+from leelaz.game.numbers import cpp_float, cpp_int
+from leelaz.game.outcome import lz_winner
 from leelaz.game.state import GameState
 from leelaz.game.timecontrol import TimeControl
 
-_LEADING_INT = re.compile(r"\s*[+-]?\d+")
-_LEADING_FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -76,11 +75,11 @@ def start_state(game: SgfGame) -> GameState:
     root = game.root
     _check_root(game)
     km = root.get("KM")
-    state = GameState(komi=7.5 if km is None else _leading_float(km))
+    state = GameState(komi=7.5 if km is None else cpp_float(km))
     clock = _clock(game)
     if clock is not None:
         state.time_control = clock
-    handicap = int(_leading_float(root.get("HA")))
+    handicap = int(cpp_float(root.get("HA")))
     state.handicap = handicap
     for color, values in _setup_lists(game, handicap > 0):
         for v in values:
@@ -126,14 +125,7 @@ def mainline_moves(game: SgfGame, lz_turns: bool = True) -> list[tuple[Color, Ve
 def winner(game: SgfGame) -> Color | None:
     """BLACK or WHITE from RE as dump_supervised reads it: None without RE, when RE contains
     `Time`, or when it starts with neither `B+` nor `W+` (draws, void, unknown)."""
-    re_text = game.root.get("RE")
-    if re_text is None or "Time" in re_text:
-        return None
-    if re_text.startswith("B+"):
-        return BLACK
-    if re_text.startswith("W+"):
-        return WHITE
-    return None
+    return lz_winner(game.root.get("RE"))
 
 
 def _check_root(game: SgfGame) -> None:
@@ -143,8 +135,7 @@ def _check_root(game: SgfGame) -> None:
         raise game.error(f"not a game of Go (GM[{gm}])")
     sz = root.get("SZ")
     if sz is not None:
-        m = _LEADING_INT.match(sz)
-        size = int(m.group()) if m else 0
+        size = cpp_int(sz)
         if size != BOARD_SIZE:
             raise game.error(f"board size SZ[{sz}] is not supported (only 19)")
 
@@ -178,7 +169,7 @@ def _start_to_move(game: SgfGame) -> Color:
         return BLACK if pl == "B" else WHITE
     turn = BLACK
     seen: set[Vertex] = set()
-    for color, values in _setup_lists(game, int(_leading_float(root.get("HA"))) > 0):
+    for color, values in _setup_lists(game, int(cpp_float(root.get("HA"))) > 0):
         for v in values:
             if v not in seen:
                 seen.add(v)
@@ -219,12 +210,6 @@ def _point_list(game: SgfGame, values: list[str], name: str) -> list[Vertex]:
         if v != PASS:
             out.append(v)
     return out
-
-
-def _leading_float(text: str | None) -> float:
-    """A number as C++'s `istream >> float` reads it: its leading part, 0 when there is none."""
-    m = _LEADING_FLOAT.match(text) if text is not None else None
-    return float(m.group()) if m else 0.0
 
 
 # ---- writing -------------------------------------------------------------------------------

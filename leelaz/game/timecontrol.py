@@ -4,7 +4,7 @@ Owns: `TimeControl` (Leela Zero's TimeControl, reference §6.7): both players' c
 centiseconds, charging them after a search (`start`/`stop`), GTP `time_left` (`adjust_time`),
 the budget for one search (`max_time_for_move`), the two `showboard` lines (`display_lines`),
 and the clock fields of an SGF root (TM/OT/BL/WL/OB/OW) in both directions.
-Imports: stdlib only.
+Imports: stdlib, game.numbers.
 
 Units are centiseconds throughout, as in Leela Zero, so that the integer arithmetic (and so
 the budget and the text) comes out exactly the same. A clock has four settings:
@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 import time
 from typing import Callable
+
+from leelaz.game.numbers import leading_int
 
 BLACK = 0
 WHITE = 1
@@ -306,8 +308,9 @@ class TimeControl:
 
 
 def _sgf_int(text: str, name: str) -> int:
-    """Leading integer of an SGF time value, as std::stoi reads it ("600.5" -> 600)."""
-    m = re.match(r"\s*([+-]?\d+)", text)
-    if not m:
+    """Leading integer of an SGF time value, as std::stoi reads it ("600.5" -> 600); stoi
+    throws where there is no number or it overflows, and so do we."""
+    value = leading_int(text)
+    if value is None:
         raise ValueError(f"{name}[{text}] is not a number")
-    return int(m.group(1))
+    return value

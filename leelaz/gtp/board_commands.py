@@ -18,55 +18,31 @@ misbehaves, this module answers sanely instead (each case is marked LZ-DIFF):
 - Numbers are read like C++ `>>` (leading part: `19x` is 19), but values outside a C `int`
   (or a non-finite komi) are `? syntax not understood`, never an abort.
 
-Hooks for the search (set as engine attributes by search_commands; None until then):
-- `engine.choose_handicap_stone(state) -> vertex`: place_free_handicap asks it for each stone
+Hooks for the search (fields of engine.session, set by search_commands; None until then):
+- `session.choose_handicap_stone(state) -> vertex`: place_free_handicap asks it for each stone
   beyond the fixed pattern and the grid (Black to move, no passing). Without it a simple
   fallback places the stone (see _fallback_handicap_stone).
-- `engine.ponder()`: run after `time_left` replies, when nobody has resigned (it must check
+- `session.ponder()`: run after `time_left` replies, when nobody has resigned (it must check
   whether pondering is allowed and stop on input_pending()).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import time
 
 from leelaz import GTP_VERSION
 from leelaz.files import write_text_atomic
 from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NO_VERTEX, PASS, RESIGN, WHITE,
                                 color_name, gtp_vertex, parse_color, parse_gtp_vertex, xy)
+from leelaz.game.numbers import leading_float, leading_int
 from leelaz.gtp.protocol import Command, GtpError
 
 SYNTAX = "syntax not understood"
 ILLEGAL = "illegal move"
 BAD_HANDICAP = "Not a valid number of handicap stones"
-INT_MIN, INT_MAX = -2**31, 2**31 - 1
 
-_INT = re.compile(r"\s*[+-]?\d+")
-_FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-# ---- argument parsing like C++ istream >> ------------------------------------------------
-
-def leading_int(text: str) -> int | None:
-    """`>> int`: the leading integer of text, None if there is none or it overflows."""
-    m = _INT.match(text)
-    if m is None or len(m.group()) > 40:
-        return None
-    value = int(m.group())
-    return value if INT_MIN <= value <= INT_MAX else None
-
-
-def leading_float(text: str) -> float | None:
-    """`>> float`: the leading number of text, None if none or not finite as a float."""
-    m = _FLOAT.match(text)
-    if m is None:
-        return None
-    value = float(m.group())
-    return value if math.isfinite(value) and abs(value) <= 3.4028234663852886e38 else None
-
+# ---- argument parsing like C++ istream >> (game/numbers.py) ----------------------------------
 
 def int_args(cmd: Command, count: int, first: int = 0) -> list[int]:
     """count integers from cmd.args[first:], or GtpError(syntax not understood)."""
@@ -106,7 +82,7 @@ def alive_strings(board) -> str:
 # ---- the command group -------------------------------------------------------------------
 
 class BoardCommands:
-    """Handlers bound to one engine; each reads engine.state afresh."""
+    """Handlers bound to one engine; each reads engine.session.state afresh."""
 
     def __init__(self, engine):
         self.engine = engine
@@ -116,7 +92,7 @@ class BoardCommands:
 
     @property
     def state(self):
-        return self.engine.state
+        return self.engine.session.state
 
     # -- identity and protocol
     def protocol_version(self, cmd):
@@ -241,7 +217,7 @@ class BoardCommands:
         except ValueError:
             raise GtpError("Color in time adjust not understood.\n") from None
         self.state.time_control.adjust_time(color, seconds * 100, stones)
-        ponder = getattr(self.engine, "ponder", None)
+        ponder = self.engine.session.ponder
         if ponder is not None and self.state.resigned is None:
             self.engine.after_reply(ponder)
         return ""
@@ -265,8 +241,7 @@ class BoardCommands:
         n = leading_int(cmd.args[0]) if cmd.args else None
         if n is None or n < 0:
             raise GtpError(BAD_HANDICAP)
-        chooser = getattr(self.engine, "choose_handicap_stone", None) or \
-            _fallback_handicap_stone
+        chooser = self.engine.session.choose_handicap_stone or _fallback_handicap_stone
         trial = self.state.copy()
         try:
             handicap.place_free_handicap(trial, n, chooser)
@@ -276,7 +251,7 @@ class BoardCommands:
         first = min(handicap.MAX_FIXED, n)
         snap = first if handicap.fixed_pattern(first) else self.state.handicap
         self._handicap_snapshot = (trial.board, snap)
-        self.engine.state = trial
+        self.engine.session.state = trial
         return stone_list(trial.board)
 
     def set_free_handicap(self, cmd):
@@ -312,7 +287,7 @@ class BoardCommands:
             new_state = state_from_sgf(cmd.args[0], movenum)
         except (OSError, ValueError, UnicodeError, RecursionError, IndexError):
             raise GtpError("cannot load file") from None
-        self.engine.state = new_state
+        self.engine.session.state = new_state
         self.engine.notify("loadsgf")
         return ""
 
@@ -328,7 +303,7 @@ class BoardCommands:
 
     def _sgf_text(self) -> str:
         from leelaz.game.sgf_replay import sgf_from_state
-        options = self.engine.config.sgf_options
+        options = self.engine.session.config.sgf_options
         return sgf_from_state(self.state, weights_path=self._weights_path(), options=options,
                               result=self._result(), date=time.strftime("%Y-%m-%d"))
 
@@ -348,7 +323,8 @@ class BoardCommands:
         return result_text(state.board.area_score(state.komi + snap[1]))
 
     def _weights_path(self) -> str:
-        return self.engine.config.weights or getattr(self.engine, "weights_path", None) or ""
+        session = self.engine.session
+        return session.config.weights or session.weights_path or ""
 
     # -- KGS
     def kgs_game_over(self, cmd):

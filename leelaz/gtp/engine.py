@@ -1,7 +1,8 @@
 """The GTP loop: read lines, dispatch by exact command name, write replies.
 
 Owns: GtpEngine (command table, reader thread, reply writing, logging, session objects).
-Imports: gtp.protocol, config, stdlib; game.state only lazily for the default GameState.
+Imports: gtp.protocol, gtp.session, config, stdlib; game.state only lazily for the default
+GameState.
 Command groups live in their own modules and call `engine.add_command(name, handler)`.
 
 Reading. A daemon reader thread reads stdin line by line and appends to a queue; the main
@@ -30,13 +31,11 @@ The seam for long-running and streaming commands (search, lz-analyze, pondering)
 - Diagnostics: `engine.diag(text)` writes to stderr (and the log) unless quiet;
   `engine.show(text)` is the same, for output that is part of a command (showboard).
 
-Session objects that several groups share are plain attributes: `engine.state` (the
-GameState; loadsgf and place_free_handicap *replace* it: always read `engine.state` afresh),
-`engine.config` (EngineConfig). Other groups may add their own as attributes; in use:
-`engine.network` and `engine.weights_path` (set by cli.build_engine; None without a
-network), `engine.search`, `engine.recorder`, and the two hooks that board commands call
-when present: `engine.ponder()` (after time_left) and `engine.choose_handicap_stone(state)`
-(place_free_handicap beyond the grid).
+What several groups share is one typed object, `engine.session` (gtp/session.py: config,
+state, network, search, recorder and the two hooks the board commands call); `engine.state`,
+`engine.config`, `engine.network`, `engine.search`, `engine.recorder` and
+`engine.weights_path` read and write its fields. loadsgf and place_free_handicap *replace*
+the state: always read it afresh.
 
 Events: `engine.subscribe(event, fn)` and `engine.notify(event)`; board commands notify
 "clear_board", "boardsize" and "loadsgf" after changing the state, so the search can drop
@@ -54,6 +53,7 @@ from typing import Callable, Iterable, TextIO
 
 from leelaz.config import EngineConfig
 from leelaz.gtp.protocol import EXIT, Command, GtpError, parse_line, reply_head, serialize
+from leelaz.gtp.session import Session
 
 Handler = Callable[[Command], "str | None"]
 
@@ -144,6 +144,13 @@ def _decode(line: bytes | str) -> str:
     return line
 
 
+def _session_field(name: str) -> property:
+    """engine.<name> reads and writes engine.session.<name>."""
+    return property(lambda engine: getattr(engine.session, name),
+                    lambda engine, value: setattr(engine.session, name, value),
+                    doc=f"engine.session.{name}")
+
+
 class GtpEngine:
     """Runs GTP commands against one game. Streams are injectable for in-process tests."""
 
@@ -152,8 +159,8 @@ class GtpEngine:
         if state is None:
             from leelaz.game.state import GameState
             state = GameState(komi=7.5)
-        self.state = state
-        self.config = config or EngineConfig()
+        #: What the command groups share (gtp/session.py).
+        self.session = Session(config or EngineConfig(), state)
         self.out = out if out is not None else sys.stdout
         self.err = err if err is not None else sys.stderr
         self.log = log
@@ -165,6 +172,14 @@ class GtpEngine:
         self._stream: ReplyStream | None = None
         self._after: list[Callable[[], None]] = []
         self._quit = False
+
+    # ---- the session's fields, through the engine --------------------------------------
+    state = _session_field("state")
+    config = _session_field("config")
+    network = _session_field("network")
+    weights_path = _session_field("weights_path")
+    search = _session_field("search")
+    recorder = _session_field("recorder")
 
     # ---- registration -------------------------------------------------------------------
     def add_command(self, name: str, handler: Handler, hidden: bool = False) -> None:

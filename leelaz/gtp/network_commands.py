@@ -1,8 +1,8 @@
 """GTP commands that look at the network itself: heatmap, lz-memory_report, netbench.
 
 Owns: `register(engine)` and the three handlers. Imports: gtp.protocol, nn.network (names only),
-stdlib, numpy. Reads `engine.network` (a Network, set by the composition root), `engine.state`
-and, for the memory report, `engine.search` when there is one.
+leelaz.memory, stdlib, numpy. Reads the session's network (a Network, set by the composition
+root), state and, for the memory report, search when there is one.
 
 Output follows Leela Zero 0.17 (reference doc 1.3, 1.5): heatmaps go to stderr as 19 rows of
 `%3d ` (row 19 first; int(policy * 1000) on empty points, 0 on stones), `pass: %d`,
@@ -12,24 +12,21 @@ undefined behaviour (`heatmap 9`), we reply `? ...` and keep serving.
 
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
 
 from leelaz.game.coords import BOARD_SIZE, EMPTY, NUM_INTERSECTIONS, vertex
+from leelaz.game.numbers import leading_int
 from leelaz.gtp.protocol import GtpError
+from leelaz.memory import memory_report_text
 from leelaz.nn.network import AVERAGE
 
-MIB = 1024 * 1024
-#: LZ 0.17 OpenCL-capable builds add this per GPU, even with --cpu-only.
-GPU_OVERHEAD_BYTES = 85 * MIB
 NETBENCH_DEFAULT = 1600
-_LEADING_INT = re.compile(r"[+-]?\d+")  # what C++ stoi reads (leading digits count)
 
 
 def _network(engine):
-    network = getattr(engine, "network", None)
+    network = engine.session.network
     if network is None:
         raise GtpError("no network loaded")
     return network
@@ -48,10 +45,10 @@ def parse_symmetry(args) -> list:
         return list(range(8))
     if arg in ("average", "avg"):
         return [AVERAGE]
-    match = _LEADING_INT.match(arg)
-    if not match or not 0 <= int(match.group()) <= 7:
+    value = leading_int(arg)  # as C++ stoi reads it
+    if value is None or not 0 <= value <= 7:
         raise GtpError("symmetry must be a number 0..7, all, average or avg")
-    return [int(match.group())]
+    return [value]
 
 
 def heatmap_text(state, policy: np.ndarray, winrate: float) -> str:
@@ -73,7 +70,7 @@ def heatmap_text(state, policy: np.ndarray, winrate: float) -> str:
 def heatmap(engine, cmd) -> str:
     network = _network(engine)
     symmetries = parse_symmetry(cmd.args)
-    state = engine.state
+    state = engine.session.state
     for symmetry in symmetries:
         ev = network.evaluate([state], symmetry=symmetry, read_cache=False)[0]
         engine.diag(heatmap_text(state, ev.policy, ev.winrate))
@@ -81,29 +78,9 @@ def heatmap(engine, cmd) -> str:
 
 
 def _tree_bytes(engine) -> int:
-    """The search tree's size in LZ's accounting, from engine.search when it says."""
-    search = getattr(engine, "search", None)
-    if search is None:
-        return 0
-    for name in ("tree_bytes", "tree_size"):
-        value = getattr(search, name, None)
-        if value is not None:
-            return int(value() if callable(value) else value)
-    from leelaz.search.search import CHILD_BYTES, NODE_BYTES
-    root = getattr(search, "root", None)
-    visits = getattr(root, "visits", 0) if root is not None else 0
-    return CHILD_BYTES * int(getattr(search, "nodes", 0)) + NODE_BYTES * int(visits)
-
-
-def memory_report_text(network_bytes: int, tree_bytes: int, cache_bytes: int) -> str:
-    """LZ's lz-memory_report text: tree and cache get 10% overhead; integer MiB."""
-    base = network_bytes + GPU_OVERHEAD_BYTES
-    tree = tree_bytes * 11 // 10
-    cache = cache_bytes * 11 // 10
-    total = base + tree + cache
-    return (f"Estimated total memory consumption: {total // MIB} MiB.\n"
-            f"Network with overhead: {base // MIB} MiB / Search tree: {tree // MIB} MiB / "
-            f"Network cache: {cache // MIB}\n")
+    """The search tree's size in LZ's accounting (0 before any search exists)."""
+    search = engine.session.search
+    return search.tree_bytes() if search is not None else 0
 
 
 def memory_report(engine, cmd) -> str:
@@ -119,12 +96,12 @@ def netbench(engine, cmd) -> str:
     try:
         count = int(cmd.args[0]) if cmd.args else NETBENCH_DEFAULT
         batch = int(cmd.args[1]) if len(cmd.args) > 1 else \
-            max(1, int(getattr(engine.config, "batchsize", 0) or 1))
+            max(1, engine.session.config.batchsize or 1)
     except ValueError:
         raise GtpError("syntax error") from None
     if count < 0 or batch < 1:
         raise GtpError("syntax error")
-    state = engine.state
+    state = engine.session.state
     start = time.perf_counter()
     done = 0
     while done < count:

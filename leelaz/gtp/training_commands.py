@@ -1,7 +1,7 @@
 """GTP commands that write training data: dump_training and dump_supervised (reference §5).
 
 Owns: argument parsing, error replies and progress output of the two commands, and the
-engine's TrainingRecorder (`engine.recorder`, cleared on clear_board and boardsize).
+session's TrainingRecorder (`engine.session.recorder`, cleared on clear_board and boardsize).
 Imports: gtp.protocol, game.coords, training.recorder, training.supervised.
 
 Where Leela Zero aborts (an empty training buffer, an unreadable SGF file, an empty last
@@ -9,7 +9,7 @@ chunk) or corrupts the GTP stream (messages on stdout), these commands reply `? 
 every message to stderr, and keep serving. Like Leela Zero, the file arguments are *not*
 lower-cased here (the protocol keeps their case). Both are hidden commands, as in Leela Zero.
 
-Search commands record by calling `engine.recorder.record(state, result)` after each search
+Search commands record by calling `session.recorder.record(state, result)` after each search
 and before playing the chosen move.
 """
 
@@ -24,12 +24,11 @@ SYNTAX = "syntax not understood"
 
 
 def recorder_of(engine) -> TrainingRecorder:
-    """The engine's recorder, created on first use (a search module may ask before us)."""
-    rec = getattr(engine, "recorder", None)
-    if rec is None:
-        rec = TrainingRecorder()
-        engine.recorder = rec
-    return rec
+    """The session's recorder, created on first use (a search module may ask before us)."""
+    session = engine.session
+    if session.recorder is None:
+        session.recorder = TrainingRecorder()
+    return session.recorder
 
 
 def register(engine) -> None:

@@ -1,27 +1,24 @@
 """The network cache (reference doc 3.9): evaluations keyed by 64-bit position hash.
 
-Owns: `NNCache`. Imports: stdlib only.
+Owns: `NNCache`. Imports: stdlib, leelaz.memory.
 
 Like Leela Zero's NNCache: a bounded map with FIFO eviction (the oldest insertion goes first;
 look-ups do not refresh an entry), inserting a key already present changes nothing, and the key
-is the position hash, which does not cover history. Leela Zero counts 1468 bytes per entry for
-its memory figures; so do we (ENTRY_SIZE), whatever Python really spends.
+is the position hash, which does not cover history. Its size in bytes and the size chosen from
+-p/-v are Leela Zero's figures, from leelaz/memory.py.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-ENTRY_SIZE = 1468
-#: Bounds of the size chosen from playouts/visits (LZ: clamp(3 * min(playouts, visits))).
-MIN_CACHE_COUNT = 6000
-MAX_CACHE_COUNT = 150000
+from leelaz.memory import CACHE_ENTRY_BYTES, MAX_CACHE_ENTRIES, cache_entries_for
 
 
 class NNCache:
     """Bounded FIFO map hash -> value (an Evaluation); not thread-safe by itself."""
 
-    def __init__(self, size: int = MAX_CACHE_COUNT):
+    def __init__(self, size: int = MAX_CACHE_ENTRIES):
         self._entries: OrderedDict[int, object] = OrderedDict()
         self._size = max(0, int(size))
         self.hits = 0
@@ -75,10 +72,8 @@ class NNCache:
 
     def estimated_bytes(self) -> int:
         """Bytes as LZ counts them: entries x 1468."""
-        return len(self._entries) * ENTRY_SIZE
+        return len(self._entries) * CACHE_ENTRY_BYTES
 
     def set_size_from_playouts(self, playouts: int, visits: int) -> None:
-        """LZ's set_size_from_playouts: clamp(3 * min(playouts, visits), 6000, 150000)."""
-        limits = [n for n in (playouts, visits) if n > 0]
-        wanted = 3 * min(limits) if limits else MAX_CACHE_COUNT
-        self.resize(min(max(wanted, MIN_CACHE_COUNT), MAX_CACHE_COUNT))
+        """LZ's set_size_from_playouts (memory.cache_entries_for)."""
+        self.resize(cache_entries_for(playouts, visits))

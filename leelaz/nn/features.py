@@ -1,9 +1,14 @@
 """The network's input planes for a position (reference doc 4.3).
 
-Owns: `input_planes(state) -> uint8 [18, 361]`, the one encoding used by both the network and
-the training recorder, `input_planes_batch`, the same for a batch (what `Network` uses), and
-`packed_inputs`, the positions for a backend that builds the planes on its device.
-Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots and the symmetry table).
+Owns: the plane order (`planes_from_colours`, the one place that lays the planes out), and on
+it `input_planes(state) -> uint8 [18, 361]`, the one encoding used by the network, the
+training recorder and the trainer (training/supervised.history_planes), `input_planes_batch`,
+the same for a batch (what `Network` uses), and `packed_inputs`, the positions for a backend
+that builds the planes on its device. The layout's numbers (history length, planes, the packed
+row) are the backend seam's contract, backends/base.py, which also hands them to the OpenCL
+kernels as #defines: both sides of the seam read them there, since backends/ may not import
+nn/. Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots and the symmetry
+table), backends.base (the layout's numbers).
 
 Planes 0-7: the stones of the side to move NOW, at the positions 0..7 moves ago; planes 8-15:
 the other side's stones at the same times; plane 16 all ones if Black is to move, plane 17 all
@@ -16,11 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, INVAL, NUM_INTERSECTIONS, NUM_VERTICES
+from leelaz.backends.base import HISTORY_LENGTH, INPUT_CHANNELS, MAILBOX_STRIDE
+from leelaz.game.coords import BLACK, INVAL, NUM_INTERSECTIONS, NUM_VERTICES, STRIDE
 from leelaz.nn.symmetry import POINTS, SYMMETRY_TABLE
 
-INPUT_PLANES = 18
-HISTORY = 8
+INPUT_PLANES = INPUT_CHANNELS
+HISTORY = HISTORY_LENGTH
+#: The plane of the side to move's stones h moves ago is h; the other side's, OTHER + h.
+OTHER = HISTORY
+#: All ones when Black is to move; the next plane when White is.
+BLACK_TO_MOVE_PLANE = 2 * HISTORY
+assert MAILBOX_STRIDE == STRIDE, "packed positions are the board's own mailboxes"
 
 #: SYMMETRIC_POINTS[s][idx]: the mailbox slot the network reads at input idx under symmetry s
 #: (transform_planes folded into the gather from the mailboxes).
@@ -44,9 +55,21 @@ def input_planes(state) -> np.ndarray:
     squares = b"".join([history[-1 - h].square for h in range(count)])
     colours = np.frombuffer(squares, dtype=np.uint8).reshape(count, -1)[:, POINTS]
     np.equal(colours, to_move, out=planes[:count].view(bool))
-    np.equal(colours, 1 - to_move, out=planes[HISTORY:HISTORY + count].view(bool))
-    planes[16 if to_move == BLACK else 17] = 1
+    np.equal(colours, 1 - to_move, out=planes[OTHER:OTHER + count].view(bool))
+    planes[BLACK_TO_MOVE_PLANE + (to_move != BLACK)] = 1
     return planes
+
+
+def planes_from_colours(colours: np.ndarray, to_move: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The plane layout: out [n, 18, 361] (any numeric dtype) from colours uint8 [n, 8, 361]
+    (each position's last 8 boards, newest first, INVAL before the game's start: those planes
+    stay zero) and to_move uint8 [n]. Returns out."""
+    side = to_move[:, None, None]
+    np.equal(colours, side, out=out[:, :HISTORY])
+    np.equal(colours, 1 - side, out=out[:, OTHER:OTHER + HISTORY])
+    out[:, BLACK_TO_MOVE_PLANE] = (to_move == BLACK)[:, None]
+    out[:, BLACK_TO_MOVE_PLANE + 1] = (to_move != BLACK)[:, None]
+    return out
 
 
 def input_planes_batch(states, out: np.ndarray, symmetries=None) -> np.ndarray:
@@ -59,12 +82,7 @@ def input_planes_batch(states, out: np.ndarray, symmetries=None) -> np.ndarray:
     symmetry when averaging)."""
     colours = _history_colours(states, symmetries)
     to_move = np.array([state.to_move for state in states], dtype=np.uint8)
-    side = to_move[:, None, None]
-    np.equal(colours, side, out=out[:, :HISTORY])
-    np.equal(colours, 1 - side, out=out[:, HISTORY:2 * HISTORY])
-    out[:, 16] = (to_move == BLACK)[:, None]
-    out[:, 17] = (to_move != BLACK)[:, None]
-    return out
+    return planes_from_colours(colours, to_move, out)
 
 
 def packed_inputs(states, symmetries) -> bytes:

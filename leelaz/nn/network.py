@@ -22,10 +22,11 @@ from typing import NamedTuple
 import numpy as np
 
 from leelaz.backends import create_backend
-from leelaz.backends.base import Backend, NetWeights, submit
+from leelaz.backends.base import Backend, NetWeights
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
-from leelaz.nn.cache import MAX_CACHE_COUNT, NNCache
+from leelaz.memory import MAX_CACHE_ENTRIES
+from leelaz.nn.cache import NNCache
 from leelaz.nn.features import input_planes_batch, packed_inputs
 from leelaz.nn.symmetry import (NUM_SYMMETRIES, remap_cached_policy, symmetry_hashes_batch,
                                 untransform_policies)
@@ -46,7 +47,8 @@ class Evaluation(NamedTuple):
 class Network:
     """Weights + a backend + the cache, evaluating GameStates in batches."""
 
-    def __init__(self, weights: NetWeights, backend: Backend, *, cache_size: int = MAX_CACHE_COUNT,
+    def __init__(self, weights: NetWeights | None, backend: Backend, *,
+                 cache_size: int = MAX_CACHE_ENTRIES,
                  seed: int | None = None, symmetric_lookups: bool = True):
         self.weights = weights
         self.backend = backend
@@ -66,13 +68,15 @@ class Network:
 
     @property
     def version(self) -> int:
-        return self.weights.version
+        """The weights file's version; 1 for a backend without weights (the `random` one
+        answers for the side to move)."""
+        return self.weights.version if self.weights is not None else 1
 
     # ------------------------------------------------------------------ evaluation
     @property
     def asynchronous(self) -> bool:
         """The backend computes while Python goes on (submit returns before the answer)."""
-        return bool(getattr(self.backend, "asynchronous", False))
+        return self.backend.asynchronous
 
     def evaluate(self, states, symmetry: int | str | None = None,
                  read_cache: bool = True) -> list[Evaluation]:
@@ -141,12 +145,12 @@ class Network:
         syms = [s for row_syms in plan for s in row_syms]
         rows = states if len(syms) == len(states) else \
             [state for state, row_syms in zip(states, plan) for _ in row_syms]
-        if getattr(self.backend, "accepts_packed_inputs", False):  # the device builds planes
+        if self.backend.accepts_packed_inputs:  # the device builds the planes
             pending = self.backend.submit_packed(packed_inputs(rows, syms), len(syms))
         else:
             planes = np.empty((len(syms), 18, NUM_INTERSECTIONS), dtype=np.float32)
             input_planes_batch(rows, planes, syms)
-            pending = submit(self.backend, planes.reshape(len(syms), 18, 19, 19))
+            pending = self.backend.submit(planes.reshape(len(syms), 18, 19, 19))
         self.evaluations += len(syms)
         return states, syms, pending
 
@@ -159,7 +163,7 @@ class Network:
         per = len(syms) // len(states)
         if per > 1:
             policies, values = _average_rows(policies, values, per)
-        if self.weights.version == 2:  # version 2 gives Black's chance
+        if self.version == 2:  # version 2 gives Black's chance
             white = np.array([state.to_move == WHITE for state in states])
             values = np.where(white, 1.0 - values, values)
         policies = policies.astype(np.float32)

@@ -94,12 +94,10 @@ def choose_move(root: UCTNode, state, color: int, params: SearchParams, *, nopas
     besteval = _eval_of(first, color, 0.5)
     if nopass:
         if best == PASS:
-            alt = nopass_child(root, state, color)
-            if alt is not None:
-                log("Preferring not to pass.\n")
-                best, besteval = alt.move, _eval_of(alt, color, 1.0)
-            else:
-                log("Pass is the only acceptable move.\n")
+            best, besteval = _instead_of_pass(root, state, color, log,
+                                              "Preferring not to pass.\n",
+                                              "Pass is the only acceptable move.\n") \
+                or (best, besteval)
     elif not params.dumbpass:
         score = state.final_score()
         relative = score if color == BLACK else -score
@@ -123,17 +121,25 @@ def choose_move(root: UCTNode, state, color: int, params: SearchParams, *, nopas
     return best
 
 
+def _instead_of_pass(root, state, color, log, found: str, missing: str):
+    """The best move other than pass as (move, eval), saying `found`; None (saying
+    `missing`) when there is none."""
+    alt = nopass_child(root, state, color)
+    if alt is None:
+        log(missing)
+        return None
+    log(found)
+    return alt.move, _eval_of(alt, color, 1.0)
+
+
 def _pass_on_top(root, state, color, relative, besteval, log):
     """Pass came out best: play on when passing loses (or may draw against a winning try)."""
     best = PASS
     if relative < 0:
         log("Passing loses :-(\n")
-        alt = nopass_child(root, state, color)
-        if alt is not None:
-            log("Avoiding pass because it loses.\n")
-            best, besteval = alt.move, _eval_of(alt, color, 1.0)
-        else:
-            log("No alternative to passing.\n")
+        best, besteval = _instead_of_pass(root, state, color, log,
+                                          "Avoiding pass because it loses.\n",
+                                          "No alternative to passing.\n") or (best, besteval)
     elif relative > 0:
         log("Passing wins :-)\n")
     else:

@@ -1,15 +1,17 @@
 """Expanding leaves: their legal points, and the children of a whole batch at once.
 
-Owns: `legal_points` (one position's legal moves, as the search needs them) and
-`expand_batch` (create the children of every leaf of an evaluated batch). Imports: numpy,
-game.coords, search.node.
+Owns: `legal_points` (one position's legal moves, as the search needs them), `children_of`
+(one leaf's children: its priors renormalised and sorted, what `UCTNode.create_children`
+keeps) and `expand_batch` (the children of every leaf of an evaluated batch at once).
+Imports: numpy, game.coords.
 
 Why a batch: expanding one leaf is a dozen small numpy calls (legal points, gather the policy,
 renormalise, sort), each costing more in call overhead than in arithmetic. Done for the 32
 leaves of a batch together, the same dozen calls serve all of them, and the search's Python
 time per playout drops by about a third on small networks, where that time is the limit.
-The result is exactly `UCTNode.create_children` on each leaf (tested), so the search does
-not change; only the memory-pressure and move-restriction cases still go one leaf at a time.
+The result is exactly `children_of` on each leaf, the deliberate pair of this module (tested
+leaf by leaf in tests/test_expansion.py), so the search does not change; only the
+memory-pressure and move-restriction cases still go one leaf at a time.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from array import array
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, BOARD_SIZE, EMPTY, NUM_VERTICES, PASS, STRIDE
-from leelaz.search.node import FLT_MIN
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, NUM_VERTICES, PASS, STRIDE,
+                                SLOT_OF_VERTEX, VERTEX_OF_SLOT)
+
+#: C's FLT_MIN: priors summing below it are replaced by an even spread (as Leela Zero does).
+FLT_MIN = 1.17549435e-38
 
 #: A leaf may pass when it has at most this many legal points (LZ: "pass only when few moves
 #: are left"), or when it is winning on the board anyway.
@@ -29,12 +34,11 @@ PASS_WINRATE = 0.8
 
 #: The legal-point arrays below cover the mailbox rows between the borders.
 _INNER = NUM_VERTICES - 2 * STRIDE
-#: The inner index of each policy slot's point (slot = y * 19 + x).
-_INNER_OF_SLOT = np.array([y * STRIDE + x + 1 for y in range(BOARD_SIZE) for x in range(BOARD_SIZE)],
-                          dtype=np.intp)
+#: The inner index of each policy slot's point (its vertex less the top border row).
+_INNER_OF_SLOT = np.array(ALL_VERTICES, dtype=np.intp) - STRIDE
 _POINTS = len(_INNER_OF_SLOT)  # 361; slot 361 is pass
-#: The vertex of each slot, pass last.
-_VERTEX_OF_SLOT = np.append(_INNER_OF_SLOT + STRIDE, PASS).astype(np.int16)
+#: The vertex of each slot, pass last (coords.VERTEX_OF_SLOT).
+_VERTEX_OF_SLOT = np.array(VERTEX_OF_SLOT, dtype=np.int16)
 #: Ties on the prior go to the higher vertex, and pass is the lowest vertex (-1): a rank per
 #: slot that orders them the same way (pass 0, the points 1..361 in vertex order).
 _TIE_RANK = np.append(np.arange(1, _POINTS + 1), 0).astype(np.int64)
@@ -85,9 +89,34 @@ def pass_allowed(state, legal_count: int, winrate: float, dumbpass: bool) -> boo
     return (score if state.to_move == BLACK else -score) >= 0
 
 
+#: coords.SLOT_OF_VERTEX as an index array (PASS, -1, reads slot 361).
+_POLICY_SLOT = np.array(SLOT_OF_VERTEX, dtype=np.intp)
+_PASS_ONLY = np.array([PASS], dtype=np.int16)
+
+
+def children_of(candidates, policy, allow_pass: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One leaf's children: (moves int16, priors float32), sorted by (prior, vertex)
+    descending (equal priors put the higher vertex first, pass last), the priors renormalised
+    over the legal `candidates` (vertices, plus pass when `allow_pass`), evenly when they sum
+    below FLT_MIN. `expand_batch` computes the same for a whole batch."""
+    # The sum runs in float32 in candidate order, as Leela Zero's loop adds them up.
+    moves = np.asarray(candidates, dtype=np.int16)
+    if allow_pass:
+        moves = np.concatenate((moves, _PASS_ONLY))
+    pol = np.asarray(policy, dtype=np.float32)
+    priors = pol[_POLICY_SLOT[moves]]
+    total = np.cumsum(priors, dtype=np.float32)[-1] if len(priors) else np.float32(0.0)
+    if total > FLT_MIN:
+        priors /= total
+    elif len(priors):
+        priors[:] = np.float32(1.0 / len(priors))
+    order = np.lexsort((moves, priors))[::-1]  # (prior, vertex) descending
+    return moves[order], priors[order]
+
+
 def expand_batch(nodes, states, evals, dumbpass: bool) -> tuple[list[float], int]:
     """Give every leaf `nodes[i]` (position `states[i]`, evaluation `evals[i]`) its children,
-    exactly as `create_children` with no memory pressure would. Returns each leaf's value
+    exactly as `children_of` (and `UCTNode.create_children` with no memory pressure) would. Returns each leaf's value
     from Black's side and the number of children made.
 
     Hot path: one pass over the whole batch. The priors are renormalised with a running

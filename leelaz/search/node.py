@@ -2,7 +2,7 @@
 
 Owns: `UCTNode`, the node statuses ACTIVE / PRUNED / INVALID, `node_less` (the order
 Leela Zero uses to rank root children) and `RootSelector` (the same selection at the root,
-faster). Imports: numpy, game.coords and search.lcb.
+faster). Imports: numpy, game.coords, search.lcb and search.expansion (a leaf's children).
 Nodes never call the network: search.py evaluates a batch of leaves and hands each leaf its
 policy and value through `create_children` and `update`.
 
@@ -34,28 +34,19 @@ from array import array
 
 import numpy as np
 
-from leelaz.game.coords import BLACK, BOARD_SIZE, NUM_VERTICES, PASS, STRIDE, WHITE
+from leelaz.game.coords import BLACK, PASS, WHITE
+from leelaz.search.expansion import children_of
 from leelaz.search.lcb import t_quantile
 
 ACTIVE = 0
 PRUNED = 1  # skipped by selection (root only, time management); still counts as valid
 INVALID = 2  # a superko repetition: never selected, not counted
 
-#: Smallest normal float32; a prior sum below it means "spread the priors evenly".
-FLT_MIN = 1.17549435e-38
 #: Welford's M2 starts here rather than at 0 (as in Leela Zero), so the variance is never 0.
 M2_START = 1e-4
 
 _EMPTY_MOVES = array("h")
 _EMPTY_PRIORS = array("f")
-#: The policy slot of each vertex (index order y * 19 + x; PASS, -1, wraps to slot 361).
-_POLICY_SLOT = np.zeros(NUM_VERTICES + 1, dtype=np.intp)
-_POLICY_SLOT[-1] = BOARD_SIZE * BOARD_SIZE
-for _y in range(BOARD_SIZE):
-    for _x in range(BOARD_SIZE):
-        _POLICY_SLOT[(_y + 1) * STRIDE + _x + 1] = _y * BOARD_SIZE + _x
-del _x, _y
-_PASS_ONLY = np.array([PASS], dtype=np.int16)
 
 
 class UCTNode:
@@ -82,7 +73,8 @@ class UCTNode:
 
     # ------------------------------------------------------------------ statistics
     def update(self, value: float) -> None:
-        """Back up one playout's value (Black's side): N += 1, W += v, Welford's M2."""
+        """Back up one playout's value (Black's side): N += 1, W += v, Welford's M2.
+        `backup` below repeats this inline for whole paths (hot path)."""
         n = self.visits
         w = self.black_wins
         old_delta = value - w / n if n > 0 else 0.0
@@ -142,21 +134,7 @@ class UCTNode:
         ratio appends the missing ones (they sort after every existing child). Returns the
         number of children created (LZ's node count).
         """
-        # NumPy does the per-candidate work (gather, renormalise, sort): ~360 entries per leaf.
-        # The sum runs in float32 in candidate order, as Leela Zero's loop adds them up.
-        moves = np.asarray(candidates, dtype=np.int16)
-        if allow_pass:
-            moves = np.concatenate((moves, _PASS_ONLY))
-        pol = np.asarray(policy, dtype=np.float32)
-        priors = pol[_POLICY_SLOT[moves]]
-        total = np.cumsum(priors, dtype=np.float32)[-1] if len(priors) else np.float32(0.0)
-        if total > FLT_MIN:
-            priors /= total
-        elif len(priors):
-            priors[:] = np.float32(1.0 / len(priors))
-        order = np.lexsort((moves, priors))[::-1]  # (prior, vertex) descending
-        moves = moves[order]
-        priors = priors[order]
+        moves, priors = children_of(candidates, policy, allow_pass)  # search/expansion.py
         self.net_eval = net_eval_black
         if not len(moves):
             self.expanded = True
@@ -318,6 +296,23 @@ class UCTNode:
                 return 1
             return 0
         children.sort(key=functools.cmp_to_key(cmp), reverse=True)
+
+
+def backup(path, value: float, vl: int) -> None:
+    """Add `value` (Black's side) to every node on the path and take its virtual loss off.
+
+    This repeats UCTNode.update inline on purpose (hot path: every playout, every depth), to
+    save a Python method call per node; tests/test_node.py keeps the two equal."""
+    for node in path:
+        n = node.visits
+        w = node.black_wins
+        old_delta = value - w / n if n > 0 else 0.0
+        n += 1
+        w += value
+        node.visits = n
+        node.black_wins = w
+        node.m2 += old_delta * (value - w / n)
+        node.virtual_loss -= vl
 
 
 def node_less(a: UCTNode, b: UCTNode, color: int, threshold: float) -> bool:

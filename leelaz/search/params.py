@@ -1,6 +1,7 @@
 """Search configuration: one frozen dataclass with Leela Zero 0.17's defaults.
 
-Owns: `SearchParams` and the `UNLIMITED` sentinel. Imports: stdlib only.
+Owns: `SearchParams` and the `UNLIMITED` sentinel. Imports: stdlib, leelaz.batching and
+leelaz.memory (the batch policy's and the tree limit's defaults).
 
 The composition root (cli.py) maps the command-line flags into it; lz-setoption replaces it with
 `dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in search/ reads globals.
@@ -10,6 +11,9 @@ Flag names are given per field (see the reference notes, section 2).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from leelaz.batching import MIN_PENDING_LEAVES, VISITS_PER_PENDING_LEAF
+from leelaz.memory import DEFAULT_MAX_TREE_BYTES
 
 #: Stand-in for "no limit" on playouts and visits (LZ uses INT_MAX / 2).
 UNLIMITED = 2**62
@@ -31,7 +35,7 @@ class SearchParams:
     # --- limits (-p, -v, memory) ---
     max_playouts: int = UNLIMITED  # -p/--playouts; 0 on the command line means UNLIMITED
     max_visits: int = UNLIMITED  # -v/--visits; root visits, reused ones count
-    max_tree_bytes: int = 4_598_000_000  # tree size limit in LZ's accounting (lz-setoption memory)
+    max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES  # tree limit, LZ's accounting (leelaz/memory.py)
 
     # --- time (--timemanage; the clock itself lives in the GameState's TimeControl) ---
     timemanage: str = "auto"  # auto|on|off|fast|no_pruning; auto = no_pruning with noise, else on
@@ -51,12 +55,10 @@ class SearchParams:
 
     # --- Python specifics ---
     batch_size: int = 8  # leaves collected under virtual loss per evaluate() call (LZ: threads)
-    #: Leaves waiting for the network at once are capped at root visits / this (0 = no cap), so a big batch does not turn a small search into a blind, breadth-first
-    #: one: at 200 visits, 20 leaves in flight cost a measured 230 Elo against batch 1.
-    visits_per_pending_leaf: int = 16
-    #: ... but never below this many: Leela Zero's own default on a GPU (batch 5, 10 threads)
-    #: has 10 playouts in flight from the first visit on.
-    min_pending_leaves: int = 10
+    #: Leaves waiting for the network at once are capped at root visits / this (0 = no cap),
+    #: but never below min_pending_leaves: the ramp of leelaz/batching.py, which says why.
+    visits_per_pending_leaf: int = VISITS_PER_PENDING_LEAF
+    min_pending_leaves: int = MIN_PENDING_LEAVES
     ponder: bool = True  # think on the opponent's time (--noponder turns it off)
     quiet: bool = False  # -q: no stderr diagnostics from the search
 

@@ -1,8 +1,8 @@
 """Time management: the thinking budget and the early stop (LZ's have_alternate_moves,
 prune_noncontenders and est_playouts_left; reference §3.7).
 
-Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `have_alternate_moves`,
-`EarlyStop`.
+Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `EarlyStop` (with
+`have_alternate_moves`).
 Imports: game.coords, search.lcb, search.node, search.params.
 
 Modes (--timemanage): `off` never stops early and spreads the clock over 72 moves instead of
@@ -15,12 +15,15 @@ the training data is not biased, and still stops early.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from leelaz.game.coords import BLACK
 from leelaz.search.lcb import t_quantile
 from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
+
+if TYPE_CHECKING:
+    from leelaz.search.run import Limits, SearchRun
 
 
 def budget_cs(params: SearchParams, state, color: int, tc, time_limit_cs: int | None) -> int:
@@ -33,14 +36,14 @@ def budget_cs(params: SearchParams, state, color: int, tc, time_limit_cs: int | 
                                 timemanage=params.effective_timemanage() != "off")
 
 
-def playouts_left(root: UCTNode, playouts: int, elapsed_cs: int, budget: int,
-                  visits_cap: int, playouts_cap: int) -> int:
-    """Playouts that can still happen: the limits, and after 1 s and 100 playouts the
+def playouts_left(run: SearchRun, limits: Limits, elapsed_cs: int) -> int:
+    """Playouts the run can still make: the limits, and after 1 s and 100 playouts the
     measured rate times the time left."""
-    left = max(0, min(playouts_cap - playouts, visits_cap - root.visits))
+    playouts = run.playouts
+    left = max(0, min(limits.playouts - playouts, limits.visits - run.root.visits))
     if elapsed_cs >= 100 and playouts >= 100:
         rate = playouts / elapsed_cs
-        left = min(left, math.ceil(rate * max(0, budget - elapsed_cs)))
+        left = min(left, math.ceil(rate * max(0, limits.budget_cs - elapsed_cs)))
     return left
 
 
@@ -102,36 +105,31 @@ class EarlyStop:
         self.log = log
         self.pruned_some = False
 
-    def keep_searching(self, root: UCTNode, state, color: int, playouts: int, elapsed_cs: int,
-                       budget: int, visits_cap: int, playouts_cap: int) -> bool:
+    def keep_searching(self, run: SearchRun, limits: Limits, elapsed_cs: int) -> bool:
+        """Whether `run` should go on after a batch, `elapsed_cs` into its budget."""
         if self.mode == "off":
             return True
-        left = playouts_left(root, playouts, elapsed_cs, budget, visits_cap, playouts_cap)
-        if root.visits - 1 <= left and not self.pruned_some:
+        left = playouts_left(run, limits, elapsed_cs)
+        if run.root.visits - 1 <= left and not self.pruned_some:
             return True
-        return have_alternate_moves(root, state, color, playouts, elapsed_cs, budget,
-                                    visits_cap, playouts_cap, self.mode, self.log, self, left)
+        return self.have_alternate_moves(run, limits, elapsed_cs, left)
 
-
-def have_alternate_moves(root: UCTNode, state, color: int, playouts: int, elapsed_cs: int,
-                         budget: int, visits_cap: int, playouts_cap: int, mode: str,
-                         log: Callable[[str], None], tracker: EarlyStop | None = None,
-                         left: int | None = None) -> bool:
-    """False when the search should stop early: at most one contender is left and the time
-    saved can be banked (or the mode is `fast`). Prints `%.1fs left, stopping early.` when
-    that saves more than half a second."""
-    if left is None:
-        left = playouts_left(root, playouts, elapsed_cs, budget, visits_cap, playouts_cap)
-    prune = mode != "no_pruning"
-    pruned = prune_noncontenders(root, color, left, prune)
-    if tracker is not None:
-        tracker.pruned_some = prune and pruned > 0
-    if pruned < len(root.children) - 1:
-        return True
-    tc = getattr(state, "time_control", None)
-    cannot_bank = tc is not None and not tc.can_accumulate_time(color)
-    if (cannot_bank or playouts_cap < UNLIMITED) and mode != "fast":
-        return True
-    if budget - elapsed_cs > 50:
-        log(f"{(budget - elapsed_cs) / 100.0:.1f}s left, stopping early.\n")
-    return False
+    def have_alternate_moves(self, run: SearchRun, limits: Limits, elapsed_cs: int,
+                             left: int) -> bool:
+        """False when the search should stop early: at most one contender is left and the
+        time saved can be banked (or the mode is `fast`). Prints `%.1fs left, stopping
+        early.` when that saves more than half a second."""
+        root, color, mode = run.root, run.color, self.mode
+        prune = mode != "no_pruning"
+        pruned = prune_noncontenders(root, color, left, prune)
+        self.pruned_some = prune and pruned > 0
+        if pruned < len(root.children) - 1:
+            return True
+        tc = run.root_state.time_control
+        cannot_bank = tc is not None and not tc.can_accumulate_time(color)
+        if (cannot_bank or limits.playouts < UNLIMITED) and mode != "fast":
+            return True
+        budget = limits.budget_cs
+        if budget - elapsed_cs > 50:
+            self.log(f"{(budget - elapsed_cs) / 100.0:.1f}s left, stopping early.\n")
+        return False

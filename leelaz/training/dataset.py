@@ -4,7 +4,8 @@ Owns: the game pack format (what scripts/prepare_gpu_data.py writes), the replay
 list into the sequence of boards, `PositionSet` (every position of a set of games, held as one
 board row per position so that the 8 history planes are 8 row lookups), batch assembly with
 per-sample symmetry, and reading Leela Zero's text training chunks (reference doc 5).
-Imports: numpy, stdlib, leelaz.game.coords; lazily torch (batches), training.records/chunks
+Imports: numpy, stdlib, game.coords, nn.features (the plane layout), nn.symmetry (the
+symmetry tables); lazily torch (batches), training.records/chunks
 (chunk files) and training.supervised (SGF files that are not one plain game per line).
 
 Why its own replay: training needs tens of millions of positions rebuilt in a minute on the
@@ -33,58 +34,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from leelaz.game.coords import BOARD_SIZE, NUM_INTERSECTIONS, PASS_INDEX
-
-HISTORY = 8
-BLACK_WINS, WHITE_WINS, NO_RESULT = 1, -1, 0
-
-# ---------------------------------------------------------------------------------------------
-# Symmetries (reference doc 4.5)
-
-
-def symmetry_table() -> np.ndarray:
-    """int64 [8, 361]: table[s][idx] = index of T_s(idx), in Leela Zero's numbering.
-
-    Input plane value at idx is the board at table[s][idx]; output prior[idx] belongs to board
-    point table[s][idx].
-    """
-    table = np.zeros((8, NUM_INTERSECTIONS), np.int64)
-    n = BOARD_SIZE - 1
-    for s in range(8):
-        for idx in range(NUM_INTERSECTIONS):
-            x, y = idx % BOARD_SIZE, idx // BOARD_SIZE
-            if s & 4:
-                x, y = y, x
-            if s & 2:
-                x = n - x
-            if s & 1:
-                y = n - y
-            table[s, idx] = y * BOARD_SIZE + x
-    return table
-
-
-def policy_symmetry_table() -> np.ndarray:
-    """int64 [8, 362]: where a target slot goes under symmetry s (pass stays at 361).
-
-    out[s][m] is the output slot whose board point is m, i.e. the inverse of table[s].
-    """
-    table = symmetry_table()
-    out = np.zeros((8, NUM_INTERSECTIONS + 1), np.int64)
-    for s in range(8):
-        out[s, table[s]] = np.arange(NUM_INTERSECTIONS)
-        out[s, PASS_INDEX] = PASS_INDEX
-    return out
+from leelaz.game.coords import (ALL_VERTICES, BOARD_SIZE, DIRECTIONS, EMPTY, INVAL,
+                                NUM_INTERSECTIONS, PASS_INDEX, STRIDE)
+from leelaz.game.outcome import NO_RESULT, result_kind  # noqa: F401  (scripts read it here)
+from leelaz.nn.features import HISTORY, INPUT_PLANES
+from leelaz.nn.symmetry import SYMMETRY_TABLE, UNDO_POLICY
 
 
 # ---------------------------------------------------------------------------------------------
 # Replay
 
-_STRIDE = BOARD_SIZE + 2
-_BORDER = 3
-_EMPTY = 2
-_VERTEX_OF = [(i // BOARD_SIZE + 1) * _STRIDE + i % BOARD_SIZE + 1 for i in range(361)]
+_STRIDE = STRIDE
+_BORDER = INVAL
+_EMPTY = EMPTY
+_VERTEX_OF = list(ALL_VERTICES)
 _INDEX_OF = {v: i for i, v in enumerate(_VERTEX_OF)}
-_DIRS = (-_STRIDE, 1, _STRIDE, -1)
+_DIRS = DIRECTIONS
 
 
 def _empty_mailbox() -> list[int]:
@@ -169,25 +134,6 @@ def replay_boards(slots) -> tuple[bytes, int]:
 
 _MOVE_RE = re.compile(r";\s*([BW])\[([a-s]{0,2}|tt)\]")
 _RESULT_RE = re.compile(r"RE\[([^\]]*)\]")
-
-
-def result_kind(result: str) -> tuple[int, str]:
-    """(winner, kind) from an RE value: winner BLACK_WINS/WHITE_WINS/NO_RESULT; kind is 'R'
-    (resignation), 'S' (score), 'T' (time), 'F' (forfeit) or '?'."""
-    r = result.strip().upper()
-    winner = BLACK_WINS if r.startswith("B+") else WHITE_WINS if r.startswith("W+") else NO_RESULT
-    tail = r[2:]
-    if winner == NO_RESULT:
-        return NO_RESULT, "?"
-    if tail.startswith("R"):
-        return winner, "R"
-    if tail.startswith("T"):
-        return winner, "T"
-    if tail.startswith("F"):
-        return winner, "F"
-    if tail[:1].isdigit():
-        return winner, "S"
-    return winner, "?"
 
 
 def parse_sgf_line(text: str) -> tuple[list[int], str] | None:
@@ -403,8 +349,8 @@ class TorchPositions:
         self.move = t(positions.move)
         self.z = t(positions.z)
         self.z_mask = t(positions.z_mask)
-        self.sym = t(symmetry_table())
-        self.policy_sym = t(policy_symmetry_table())
+        self.sym = t(SYMMETRY_TABLE.astype(np.int64))
+        self.policy_sym = t(UNDO_POLICY.astype(np.int64))
         self.hist = torch.arange(HISTORY, device=self.device)
 
     def __len__(self) -> int:
@@ -414,6 +360,9 @@ class TorchPositions:
         """(planes float32 [B,18,19,19], policy target [B,362], z [B], z_mask [B]).
 
         symmetries: None for identity, else an int64 tensor [B] of symmetry numbers 0..7.
+        The planes are nn/features.py's layout built on the torch device (a deliberate copy
+        of features.planes_from_colours in torch: the batch never leaves the GPU);
+        tests/test_trainer.py checks them against Leela Zero's own (dump_supervised).
         """
         torch = self.torch
         idx = idx.to(self.device)
@@ -434,7 +383,7 @@ class TorchPositions:
             target_slot = self.policy_sym[symmetries, target_slot]
         target = torch.zeros(len(idx), NUM_INTERSECTIONS + 1, device=self.device)
         target.scatter_(1, target_slot[:, None], 1.0)
-        planes = planes.view(-1, 18, BOARD_SIZE, BOARD_SIZE).float()
+        planes = planes.view(-1, INPUT_PLANES, BOARD_SIZE, BOARD_SIZE).float()
         return planes, target, self.z[idx], self.z_mask[idx]
 
 
@@ -472,8 +421,8 @@ class ChunkPositions:
         self.planes = torch.from_numpy(np.concatenate([p[0] for p in parts])).to(self.device)
         self.policy = torch.from_numpy(np.concatenate([p[1] for p in parts])).to(self.device)
         self.z = torch.from_numpy(np.concatenate([p[2] for p in parts])).to(self.device)
-        self.sym = torch.from_numpy(symmetry_table()).to(self.device)
-        self.policy_sym = torch.from_numpy(policy_symmetry_table()).to(self.device)
+        self.sym = torch.from_numpy(SYMMETRY_TABLE.astype(np.int64)).to(self.device)
+        self.policy_sym = torch.from_numpy(UNDO_POLICY.astype(np.int64)).to(self.device)
 
     def __len__(self) -> int:
         return len(self.z)

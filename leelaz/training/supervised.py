@@ -2,8 +2,8 @@
 
 Owns: Leela Zero's rules for which games become training data (reference §5), the
 `dump_supervised SGF OUT` pipeline (read, shuffle, replay, 32 games per chunk), and the
-iterators the trainer uses. Imports: numpy, game (coords, sgf, sgf_replay, state), nn.features
-(lazily), training.records, training.chunks.
+iterators the trainer uses. Imports: numpy, game (coords, outcome, sgf, sgf_replay, state),
+nn.features, training.records, training.chunks.
 
 Which games Leela Zero's dump_supervised drops (checked against the 0.17 binary):
 - the game does not parse (this includes SZ other than 19 and GM other than 1, and a move or
@@ -41,9 +41,12 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from leelaz.game.coords import ALL_VERTICES, BLACK, EMPTY, NUM_VERTICES, WHITE, policy_slot
+from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, INVAL, NUM_VERTICES, WHITE,
+                                policy_slot)
 from leelaz.game.sgf import (SgfError, SgfGame, iter_file_games, parse_game, read_text,
                              split_games)
+from leelaz.game.outcome import is_time_or_forfeit, lz_winner
+from leelaz.nn.features import HISTORY, INPUT_PLANES, planes_from_colours
 from leelaz.training.chunks import GAMES_PER_CHUNK, ChunkWriter
 from leelaz.training.records import format_fields, format_one_hot_records, one_hot, outcome_for
 
@@ -67,24 +70,6 @@ class SkipGame(Exception):
 
 # ---------------------------------------------------------------------------------------------
 # Results
-
-
-def lz_winner(result: str | None) -> int | None:
-    """The winner by Leela Zero's rule: None if RE is missing, contains `Time`, or does not
-    start with `B+`/`W+` (case-sensitive, no leading space); else BLACK or WHITE."""
-    if not result or "Time" in result:
-        return None
-    if result.startswith("B+"):
-        return BLACK
-    if result.startswith("W+"):
-        return WHITE
-    return None
-
-
-def is_time_or_forfeit(result: str) -> bool:
-    """A result decided by the clock or by leaving: `Time` anywhere, or tygem's `B+T`, `W+F`..."""
-    r = result.strip()
-    return "Time" in r or r[2:3].upper() in ("T", "F")
 
 
 def trainer_result(result: str | None, unreliable: str = "drop") -> int | None:
@@ -257,7 +242,6 @@ def one_game(game) -> tuple[str, int]:
 
 #: Mailbox vertex of each intersection index, to cut a board row out of Board.square.
 _ROW_VERTICES = np.array(ALL_VERTICES, dtype=np.intp)
-HISTORY = 8
 
 
 @dataclass
@@ -280,19 +264,14 @@ class GameArrays:
 def history_planes(boards: np.ndarray, to_move: np.ndarray, packed: bool = False) -> np.ndarray:
     """Input planes of consecutive positions of one game from its board rows.
 
-    Position t sees rows t, t-1, ..., t-7 (older than the game's start: zero), split by the
-    side to move at t; planes 16/17 are all ones for Black/White to move.
+    Position t sees rows t, t-1, ..., t-7 (older than the game's start: zero) in
+    nn/features.py's layout (planes_from_colours).
     """
     count = len(to_move)
     hist = np.arange(count)[:, None] - np.arange(HISTORY)[None, :]  # [T, 8]
-    valid = (hist >= 0)[:, :, None]
-    rows = boards[np.maximum(hist, 0)]  # [T, 8, 361]
-    stm = to_move.astype(np.uint8)[:, None, None]
-    out = np.empty((count, 18, boards.shape[1]), np.uint8)
-    out[:, :HISTORY] = (rows == stm) & valid
-    out[:, HISTORY:16] = (rows == (1 - stm)) & valid
-    out[:, 16] = (to_move == BLACK)[:, None]
-    out[:, 17] = (to_move == WHITE)[:, None]
+    colours = np.where((hist >= 0)[:, :, None], boards[np.maximum(hist, 0)], INVAL)
+    out = np.empty((count, INPUT_PLANES, boards.shape[1]), np.uint8)
+    planes_from_colours(colours.astype(np.uint8), to_move.astype(np.uint8), out)
     return np.packbits(out, axis=2) if packed else out
 
 

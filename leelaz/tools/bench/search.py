@@ -21,29 +21,10 @@ import pstats
 import time
 
 import click
-import numpy as np
 
-from leelaz.backends.base import Done
 from leelaz.tools.bench.common import CONTEXT, IntList, load_line, network_file, say, table
 
 BENCHMARK_MOVES = (("b", "r16"), ("w", "d4"), ("b", "c3"))
-
-
-class InstantBackend:
-    """A backend with no cost: seeded random logits (scaled by 3) and values in 0.2..0.8."""
-
-    asynchronous = True
-
-    def __init__(self, seed: int = 1):
-        self.rng = np.random.default_rng(seed)
-
-    def forward(self, planes):
-        n = len(planes)
-        return ((3 * self.rng.standard_normal((n, 362))).astype(np.float32),
-                self.rng.uniform(0.2, 0.8, n).astype(np.float32))
-
-    def submit(self, planes):
-        return Done(self.forward(planes))
 
 
 class _TimedNetwork:
@@ -102,7 +83,10 @@ def make_network(weights: str | None, backend: str):
 
     if weights is None:
         import types
-        return Network(types.SimpleNamespace(version=1), InstantBackend(), seed=1)
+
+        from leelaz.backends import create_backend
+        return Network(types.SimpleNamespace(version=1), create_backend("random", None, seed=1),
+                       seed=1)
     return Network.from_file(weights, backend=backend, seed=1)
 
 

@@ -1,0 +1,96 @@
+"""The batch policy, all of it: how many leaves the search sends the network at once.
+
+Owns: Leela Zero's thread and batch-size resolution (`resolve_threads`), the search's batch
+size from the command line (`search_batch_size`), the ramp that keeps a big batch from blinding
+a small search (`VISITS_PER_PENDING_LEAF`, `MIN_PENDING_LEAVES`, `leaves_to_collect`), and the
+ponder batch's time bound. Imports: stdlib only; anyone may import it (like config.py): the
+command line resolves the flags with it, the search sizes each batch with it, and the OpenCL
+backend is tuned for the size it gives.
+
+Why batches: under Python's GIL the search collects leaves under virtual loss instead of
+running Leela Zero's threads, and sends them to the network in one call; `-t N` collects N.
+Without -t or --batchsize, and when OpenCL may run, the search collects 32 leaves: Leela Zero's
+own default (10 threads) left a fast GPU idle most of the time. However big the batch, at most
+one leaf per VISITS_PER_PENDING_LEAF root visits waits for the network (but MIN_PENDING_LEAVES
+always may, Leela Zero's own 10 on a GPU), so a small search is not made blind, breadth-first,
+by a big batch, which costs strength at a fixed number of visits. The measurements are in
+docs/performance.md and the README's Strength section.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+#: Leela Zero's cap on search threads.
+MAX_THREADS = 256
+#: Leaves per network call when neither -t nor --batchsize is given and OpenCL may run.
+DEFAULT_OPENCL_SEARCH_BATCH = 32
+#: Leaves waiting for the network at once are capped at root visits / this (0 = no cap) ...
+VISITS_PER_PENDING_LEAF = 16
+#: ... but never below this many: Leela Zero's default on a GPU (batch 5, 10 threads) has 10
+#: playouts in flight from the first visit on.
+MIN_PENDING_LEAVES = 10
+#: While pondering a batch should not take longer than this, so that a new input line is
+#: answered promptly (GUIs stop analysis by sending any command; input is only noticed
+#: between batches).
+PONDER_BATCH_SECONDS = 0.03
+
+
+def hardware_threads() -> int:
+    return os.cpu_count() or 1
+
+
+def resolve_threads(cfg, hw: int | None = None) -> tuple[int, int]:
+    """(threads, batch size) as Leela.cpp picks them after parsing (reference §2), from an
+    EngineConfig's cpu_only, threads, batchsize and gpus.
+
+    CPU (--cpu-only): threads = min(t or hw, hw, 256); the batch size is 1 (each thread
+    evaluates alone). OpenCL: g = number of --gpu (at least 1); with -t, batch = --batchsize or
+    ceil(t / 2g); without, batch = --batchsize or 5 and t = min(256, 2 g batch).
+    Raises ValueError when threads < batch size, as Leela Zero refuses to start then.
+    """
+    hw = hw or hardware_threads()
+    if cfg.cpu_only:
+        wanted = cfg.threads if cfg.threads > 0 else hw
+        return min(wanted, hw, MAX_THREADS), 1
+    g = max(1, len(cfg.gpus))
+    if cfg.threads > 0:
+        batch = cfg.batchsize or max(1, math.ceil(cfg.threads / (2 * g)))
+        threads = min(cfg.threads, MAX_THREADS)
+    else:
+        batch = cfg.batchsize or 5
+        threads = min(MAX_THREADS, batch * 2 * g)
+    if threads < batch:
+        raise ValueError(f"{threads} threads are fewer than the batch size {batch}")
+    return threads, batch
+
+
+def search_batch_size(cfg) -> int:
+    """Leaves per network call: Leela Zero's thread count (each of its threads runs one
+    playout at a time), or DEFAULT_OPENCL_SEARCH_BATCH when OpenCL may be used and neither -t
+    nor --batchsize was given. The OpenCL backend is tuned for this size too."""
+    try:
+        batch_size = resolve_threads(cfg)[0]
+    except ValueError:
+        batch_size = 1
+    if not cfg.cpu_only and not cfg.threads and not cfg.batchsize:
+        batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
+    return max(1, batch_size)
+
+
+def leaves_to_collect(batch: int, left: int, in_flight: int, root_visits: int,
+                      params, leaf_seconds: float = 0.0) -> int:
+    """How many leaves the next batch may collect (0 or less: none now).
+
+    `left` playouts remain under the caps, `in_flight` leaves already wait for the network;
+    the ramp (params.visits_per_pending_leaf, params.min_pending_leaves) bounds the leaves in
+    flight; while pondering, `leaf_seconds` (the measured network time per leaf, 0 when not
+    pondering) bounds the batch to PONDER_BATCH_SECONDS. Hot path: once per batch."""
+    size = min(batch, left - in_flight)
+    if params.visits_per_pending_leaf > 0:  # ramp the batch up as the tree grows
+        cap = max(1, params.min_pending_leaves, root_visits // params.visits_per_pending_leaf)
+        size = min(size, cap - in_flight)
+    if leaf_seconds > 0:
+        size = min(size, int(PONDER_BATCH_SECONDS / leaf_seconds))
+    return size

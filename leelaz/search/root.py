@@ -1,0 +1,121 @@
+"""The root of a search: tree reuse, root preparation and Dirichlet noise.
+
+Owns: `advance` (Leela Zero's advance_to_new_rootstate: walk the kept tree down the moves
+played since the last search), `prepare_root` (expand the root if needed, inflate every child,
+drop superko repeats and an avoided pass, add noise with -n), `dirichlet_noise`, and the small
+helpers about the root (`kept_boards`, `to_move`). Imports: game.coords, search.node, search.expansion (FLT_MIN).
+
+The root's selection, `RootSelector`, stays in node.py beside `UCTNode.select_child`: its
+score is a deliberate inlined copy of select_child's arithmetic, and the two copies sit in one
+module with the test that keeps them equal (tests/test_node.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from leelaz.game.coords import PASS
+from leelaz.search.expansion import FLT_MIN
+from leelaz.search.node import ACTIVE, INVALID, UCTNode
+
+if TYPE_CHECKING:
+    from leelaz.search.run import SearchRun
+
+
+def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
+    """The node of `new_state` in the tree searched from `old_state`, reached by the moves
+    played since (Leela Zero's advance_to_new_rootstate); None when anything does not match:
+    no old tree, another komi, an undo, a move out of turn or not in the tree."""
+    node = root
+    if old_state is None or node is None or old_state.komi != new_state.komi:
+        return None
+    depth = new_state.move_num - old_state.move_num
+    if depth < 0 or depth >= len(new_state.history):
+        return None
+    if depth == 0:
+        if new_state.board.hash != old_state.board.hash:
+            return None
+    else:
+        if new_state.history[-1 - depth].hash != old_state.board.hash:
+            return None
+        expected = old_state.to_move
+        for color, move in new_state.moves()[-depth:]:
+            if color != expected:
+                return None
+            child = node.find_child(move)
+            if child is None:
+                return None
+            node = child
+            expected = 1 - expected
+        if expected != new_state.to_move:
+            return None
+    node.status = ACTIVE
+    node.virtual_loss = 0
+    return node
+
+
+def prepare_root(run: SearchRun) -> None:
+    """Expand the root if needed, inflate all children, remove superko repeats and an
+    avoided pass, add Dirichlet noise with -n; prints `NN eval=`."""
+    root, root_state, color = run.root, run.root_state, run.color
+    had_children = root.has_children()
+    if (not root.expanded or root.psa_ratio > 0) and root_state.passes < 2:
+        ev = run.evaluator.evaluate([root_state])[0]
+        black = run.expand(root, root_state, ev)
+        if not had_children:
+            root.update(black)
+    run.log(f"NN eval={root.net_eval_for(color):f}\n")
+    root.inflate_all()
+    kept = []
+    for child in root.children:
+        if child.move != PASS:
+            st = root_state.copy()
+            st.play(color, child.move)
+            if st.superko():
+                continue
+            if child.board is None and run.boards_left > 0:  # the descents' first step
+                run.boards_left -= 1
+                child.board = st.board
+        if child.status == INVALID:
+            child.status = ACTIVE
+        kept.append(child)
+    r = run.restrictions
+    if (r is not None and r.has_move_restrictions and len(kept) > 1
+            and not r.is_allowed(color, PASS, root_state.move_num)):
+        kept = [c for c in kept if c.move != PASS]
+    root.children = kept
+    run.seen = root_state.seen_positions()
+    if run.params.noise:
+        dirichlet_noise(root, run.rng, run.params.dirichlet_alpha, run.params.dirichlet_epsilon)
+
+
+def dirichlet_noise(root: UCTNode, rng, alpha: float, epsilon: float) -> None:
+    """P <- (1 - eps) P + eps eta, eta ~ Dir(alpha) over the root's children (-n)."""
+    eta = [rng.gammavariate(alpha, 1.0) for _ in root.children]
+    total = sum(eta)
+    if total < FLT_MIN:  # as Leela Zero tests it
+        return
+    for child, e in zip(root.children, eta):
+        child.prior = child.prior * (1 - epsilon) + epsilon * (e / total)
+
+
+def kept_boards(root: UCTNode) -> int:
+    """How many positions a (reused) tree keeps on its nodes."""
+    count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for c in node.children:
+            if c.board is not None:
+                count += 1
+            if c.visits:
+                stack.append(c)
+    return count
+
+
+def to_move(state, color: int):
+    """A copy of `state` with `color` to move (genmove COLOR may break alternation)."""
+    st = state.copy()
+    if st.to_move != color:
+        st.set_to_move(color)
+    return st

@@ -1,0 +1,454 @@
+"""One search call (think or ponder): the batches, their budgets and counters, the hot path.
+
+Owns: `SearchRun` (one per think/ponder call: the root state and colour, the limits, the batch
+in flight, the playout and node counters, the positions the tree may still keep), `Limits` and
+`Progress` (what stops a run and whom it reports to), the descent, the general expansion and
+the backup. Imports: search.node, search.expansion, search.stats, search.timemanage, leelaz.batching
+(the batch policy), leelaz.memory (the tree's size). UCTSearch (search.py) makes a run per call and keeps the tree,
+the parameters and the evaluator across calls.
+
+One batch (hot path, `collect` -> `submit` -> `apply`): up to `size` playouts descend from the
+root on the positions the nodes keep (or on copies: `board.copy()` + `play_move()`), each
+leaving virtual loss on its path, so the next descent is steered elsewhere, as Leela Zero's
+worker threads are. Terminal leaves (two passes) are scored by Tromp-Taylor and backed up at
+once; a move that repeats a position marks its child INVALID; a leaf already waiting for the
+network ends the collection. Then ONE evaluator call (`submit(states).result()`), and each leaf
+is expanded and its value backed up along its path, taking the virtual loss off again. Under
+Python's GIL this is what replaces Leela Zero's threads, and it is what lets a backend batch.
+
+Pipelining: with an `asynchronous` evaluator (a GPU) the batch is left on the device while the
+next one is collected, then backed up; the tree walk and the device's work overlap. The batch
+sizes follow leelaz/batching.py (the ramp that keeps a big batch from blinding a small
+search).
+
+Seams for drivers other than `run` (each step is public and takes the run's own state only):
+- Several searches in one network call (self-play, several games at once): `run =
+  search.start(state)` and `run.prepare()` for each game, then call `collect(n)` on each run,
+  send every `LeafBatch.states` in one evaluator call, hand each run its share with
+  `apply_evaluations(batch, evals)` (`forget(batch)` if the call failed), and end each with
+  `search.finish(run)`.
+- Something to do between batches (dynamic komi): `run` calls `between_batches(run)` after
+  every batch when it is set; `root_state` is the position the root stands for, and terminal
+  leaves are scored with its komi.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from leelaz.batching import leaves_to_collect
+from leelaz.memory import min_psa_ratio, tree_bytes
+from leelaz.game.coords import BLACK, PASS
+from leelaz.search import stats, timemanage
+from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
+from leelaz.search.node import INVALID, RootSelector, UCTNode, backup
+from leelaz.search.result import SearchResult
+from leelaz.search.root import prepare_root
+
+#: Consecutive batches without a single playout or expansion after which a search gives up.
+STALL_LIMIT = 100
+
+_LEAF, _VALUE, _NOVALUE, _COLLISION, _REEXPAND = range(5)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When a run stops: the visit and playout caps, the time budget (centiseconds; ignored
+    while pondering), and whether it ponders (no budget, no early stop, small batches)."""
+
+    visits: int
+    playouts: int
+    budget_cs: int
+    pondering: bool = False
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Whom a run reports to: `on_progress(snapshot)` every `interval_cs` (and once at the
+    end if never before), and `should_stop()`, polled after every batch."""
+
+    on_progress: Callable[[SearchResult], None] | None = None
+    interval_cs: int = 0
+    should_stop: Callable[[], bool] | None = None
+
+
+class LeafBatch:
+    """Leaves collected under virtual loss, waiting for their evaluations.
+
+    leaves: (path, state, kind) each, kind _LEAF (expand and back up) or _REEXPAND (more
+    children, no value); done: terminal playouts already backed up during the collection;
+    ratio: the expansion's prior cut-off when it was collected (memory pressure)."""
+
+    __slots__ = ("leaves", "done", "ratio", "pending")
+
+    def __init__(self, leaves: list, done: int, ratio: float):
+        self.leaves = leaves
+        self.done = done
+        self.ratio = ratio
+        self.pending = None
+
+    @property
+    def states(self) -> list:
+        return [st for _, st, _ in self.leaves]
+
+
+class SearchRun:
+    """One think/ponder call over `search`'s tree; see the module docstring.
+
+    Made by `UCTSearch.start` once the root is chosen (tree reuse); `prepare()` readies the
+    root, `run` (or a driver's `collect` / `apply_evaluations`) does the batches, and
+    `UCTSearch.finish` chooses the move. Counters (`playouts`, `nodes`) start from the tree's
+    and are handed back by UCTSearch when the run ends.
+    """
+
+    def __init__(self, search, root_state, color: int, start: float, restrictions=None):
+        self.params = search.params
+        self.evaluator = search.evaluator
+        self.rng = search.rng
+        self.log = search.log
+        self.root: UCTNode = search.root
+        self.root_state = root_state
+        self.color = color
+        self.start = start
+        self.restrictions = restrictions
+        self.playouts = 0
+        self.nodes = search.nodes
+        #: Positions the tree may still keep on its nodes (see search.MAX_KEPT_BOARDS).
+        self.boards_left = search.boards_left
+        #: Running mean of the evaluation time per leaf (sizes ponder batches); kept by the
+        #: search across runs.
+        self.leaf_seconds = search.leaf_seconds
+        self.seen = frozenset()  # ko hashes of the root's game, for superko in descents
+        self.in_flight: LeafBatch | None = None  # the batch on the device, pipelined
+        self.root_selector: RootSelector | None = None
+        self.progress_shown = 0  # centiseconds of the last on_progress call
+        #: Called with the run after every batch when set (the dynamic-komi seam).
+        self.between_batches: Callable[[SearchRun], None] | None = None
+
+    def prepare(self) -> None:
+        """Ready the root (search/root.py: expand it if needed, drop repeats, add noise) and
+        its selector, which only lives as long as this run."""
+        prepare_root(self)
+        self.root_selector = RootSelector(self.root)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, limits: Limits, progress: Progress) -> None:
+        """Batches until a limit, the budget, early stop or should_stop (at least one).
+
+        With an asynchronous evaluator (a GPU) and batches of more than one, one batch is
+        kept in flight: its leaves are expanded after the next batch has been collected."""
+        batch = max(1, self.params.batch_size)
+        pipelined = batch > 1 and self.evaluator.asynchronous
+        self.in_flight = None
+        try:
+            self._batches(limits, progress, batch, pipelined)
+            self._drain()
+        finally:
+            self.in_flight = None  # after an error the caller resets the tree
+        if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
+            progress.on_progress(self.snapshot())
+
+    def _batches(self, limits: Limits, progress: Progress, batch: int, pipelined: bool) -> None:
+        p = self.params
+        root = self.root
+        early_stop = timemanage.EarlyStop(p.effective_timemanage(), self.log)
+        visits_cap, playouts_cap, budget_cs = limits.visits, limits.playouts, limits.budget_cs
+        pondering = limits.pondering
+        on_progress, interval_cs = progress.on_progress, progress.interval_cs
+        should_stop = progress.should_stop
+        last_update = last_output = stalled = 0
+        self.progress_shown = 0
+        while True:
+            left = min(playouts_cap - self.playouts, visits_cap - root.visits)
+            in_flight = len(self.in_flight.leaves) if self.in_flight is not None else 0
+            size = leaves_to_collect(batch, left, in_flight, root.visits, p,
+                                     self.leaf_seconds if pondering else 0.0)
+            if size < 1 and not in_flight:
+                size = 1  # something must run, or the loop would stall
+            if pipelined:
+                did = self._step_pipelined(size if size > 0 and left > in_flight else 0)
+            else:
+                did = self._step(max(1, size))
+            if self.between_batches is not None:
+                self.between_batches(self)
+            if did:
+                stalled = 0
+            else:
+                stalled += 1
+                if stalled >= STALL_LIMIT:  # every descent ends in a repetition: give up
+                    break
+            elapsed_cs = int((time.monotonic() - self.start) * 100)
+            if interval_cs and on_progress and elapsed_cs - last_output > interval_cs:
+                last_output = self.progress_shown = elapsed_cs
+                on_progress(self.snapshot())
+            if not pondering and elapsed_cs - last_update > 250:
+                last_update = elapsed_cs
+                self.log_playouts()
+            if self.tree_bytes() >= p.max_tree_bytes:
+                break
+            if self.playouts >= playouts_cap or root.visits >= visits_cap:
+                break
+            if should_stop is not None and should_stop():
+                break
+            if pondering:
+                continue
+            if elapsed_cs >= budget_cs:
+                break
+            if not early_stop.keep_searching(self, limits, elapsed_cs):
+                break
+
+    def _step(self, limit: int) -> int:
+        """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up.
+        Returns how many descents did something (a value, or an expansion)."""
+        batch = self.collect(limit)
+        if batch.leaves:
+            self.submit(batch)
+            self.apply(batch)
+        return batch.done + len(batch.leaves)
+
+    def _step_pipelined(self, limit: int) -> int:
+        """As _step, but the batch is left running on the device while the previous one is
+        backed up; the next call collects its leaves during the device's work. The tree sees
+        two batches of virtual loss at a time, as Leela Zero's threads beyond one batch do."""
+        batch = self.collect(limit) if limit > 0 else LeafBatch([], 0, 0.0)
+        if batch.leaves:
+            self.submit(batch)
+        return batch.done + len(batch.leaves) + self._drain(batch if batch.leaves else None)
+
+    def _drain(self, replacement: LeafBatch | None = None) -> int:
+        """Back up the batch in flight (if any) and put `replacement` in its place."""
+        batch, self.in_flight = self.in_flight, replacement
+        if batch is None:
+            return 0
+        self.apply(batch)
+        return len(batch.leaves)
+
+    # ------------------------------------------------------------------ one batch
+    def collect(self, limit: int) -> LeafBatch:
+        """Descend up to `limit` times; terminal values are backed up at once."""
+        vl = self.params.virtual_loss
+        ratio = self.min_psa_ratio()
+        leaves = []
+        deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
+        self.root_selector.forget_scores()  # the last batch's backups changed the children
+        attempts = done = 0
+        while len(leaves) < limit and attempts < 2 * limit:
+            attempts += 1
+            kind, path, payload = self._descend(ratio, deeper)
+            if kind == _LEAF or kind == _REEXPAND:
+                leaves.append((path, payload, kind))
+                continue
+            if kind == _VALUE:
+                backup(path, payload, vl)
+                self.playouts += 1
+                done += 1
+                limit -= 1
+                continue
+            for node in path:
+                node.virtual_loss -= vl
+            if kind == _COLLISION:
+                break
+        return LeafBatch(leaves, done, ratio)
+
+    def submit(self, batch: LeafBatch) -> None:
+        """Hand the leaves' states to the evaluator; a failure takes their virtual loss off."""
+        began = time.monotonic()
+        try:
+            pending = self.evaluator.submit(batch.states)
+        except BaseException:
+            self.forget(batch)
+            raise
+        batch.pending = _Timed(pending, time.monotonic() - began)
+
+    def forget(self, batch: LeafBatch) -> None:
+        """Take the batch's virtual loss off again: the tree stays usable after a failure."""
+        vl = self.params.virtual_loss
+        for path, _, _ in batch.leaves:
+            for node in path:
+                node.virtual_loss -= vl
+
+    def apply(self, batch: LeafBatch) -> None:
+        """Wait for the submitted batch's evaluations, then expand and back up."""
+        pending = batch.pending
+        try:
+            evals = pending.result()
+            _check_count(evals, batch.leaves)
+        except BaseException:
+            self.forget(batch)
+            raise
+        per_leaf = pending.seconds / len(batch.leaves)
+        self.leaf_seconds = per_leaf if not self.leaf_seconds else \
+            0.8 * self.leaf_seconds + 0.2 * per_leaf
+        self._expand_and_backup(batch.leaves, evals, batch.ratio)
+
+    def apply_evaluations(self, batch: LeafBatch, evals) -> None:
+        """Expand each leaf from its evaluation (in the order of `batch.states`) and back its
+        value up: `apply` for a driver that evaluated the batch itself."""
+        try:
+            _check_count(evals, batch.leaves)
+        except BaseException:
+            self.forget(batch)
+            raise
+        self._expand_and_backup(batch.leaves, evals, batch.ratio)
+
+    def _expand_and_backup(self, leaves, evals, ratio: float) -> None:
+        """Hot path: every leaf of a batch expanded, its value backed up."""
+        vl = self.params.virtual_loss
+        restrictions = self.restrictions
+        if ratio <= 0.0 and (restrictions is None or not restrictions.has_move_restrictions):
+            values = self._expand_leaves(leaves, evals)
+        else:  # memory pressure or restricted moves: the general expansion, one at a time
+            values = [self.expand(path[-1], st, ev, ratio)
+                      for (path, st, _), ev in zip(leaves, evals)]
+        for (path, _, kind), value in zip(leaves, values):
+            if kind == _LEAF:
+                backup(path, value, vl)
+                self.playouts += 1
+            else:  # LZ goes on down from a re-expanded node; we let the next playout do so
+                for node in path:
+                    node.virtual_loss -= vl
+
+    def _expand_leaves(self, leaves, evals) -> list[float]:
+        """Expand a batch with no memory pressure and no move restrictions: new leaves all
+        together (expansion.expand_batch, hot path), re-expansions one at a time."""
+        fresh = [i for i, (_, _, kind) in enumerate(leaves) if kind == _LEAF]
+        values: list[float] = [0.0] * len(leaves)
+        if fresh:
+            got, made = expand_batch([leaves[i][0][-1] for i in fresh],
+                                     [leaves[i][1] for i in fresh], [evals[i] for i in fresh],
+                                     self.params.dumbpass)
+            self.nodes += made
+            for i, value in zip(fresh, got):
+                values[i] = value
+        if len(fresh) < len(leaves):
+            for i, ((path, st, kind), ev) in enumerate(zip(leaves, evals)):
+                if kind != _LEAF:
+                    values[i] = self.expand(path[-1], st, ev)
+        return values
+
+    def tree_bytes(self) -> int:
+        """The tree's size in Leela Zero's accounting (leelaz/memory.py)."""
+        return tree_bytes(self.nodes, self.root.visits)
+
+    def min_psa_ratio(self) -> float:
+        """How much of each expansion to keep as the tree fills its memory."""
+        return min_psa_ratio(self.tree_bytes(), self.params.max_tree_bytes)
+
+    def _descend(self, ratio: float, deeper: set[int]):
+        """One descent from the root (hot path). Returns (kind, path, leaf state or value).
+
+        Positions come from the nodes (`UCTNode.board`) where the tree kept them; only a
+        node without one is played, from its parent's position, and tested for superko
+        then (a kept position was tested when it was made). The leaf's GameState is put
+        together from the path's positions at the end (`GameState.extended`)."""
+        p = self.params
+        vl = p.virtual_loss
+        c_puct, log_puct, log_const = p.c_puct, p.log_puct, p.log_const
+        fpu = p.root_fpu_reduction()
+        root_state = self.root_state
+        node = root = self.root
+        node.virtual_loss += vl
+        path = [node]
+        boards = []  # the position after each move of the path
+        board = root_state.board
+        color = board.to_move
+        while True:
+            if not node.expanded:
+                if board.passes >= 2:
+                    score = board.area_score(root_state.komi + root_state.handicap)
+                    return _VALUE, path, (1.0 if score > 0 else 0.0 if score < 0 else 0.5)
+                if node.virtual_loss > vl:
+                    return _COLLISION, path, None  # already waiting in this batch
+                return _LEAF, path, root_state.extended(boards)
+            if node.psa_ratio > ratio and id(node) not in deeper:  # rare: memory freed up
+                deeper.add(id(node))
+                return _REEXPAND, path, root_state.extended(boards)
+            if not node.children and not node._moves:
+                return _NOVALUE, path, None
+            if node is root:
+                child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
+                                                  log_const)
+            else:
+                child = node.select_child(color, fpu, c_puct, log_puct, log_const)
+            if child is None:  # every child repeats a position
+                return _NOVALUE, path, None
+            after = child.board
+            if after is None:
+                move = child.move
+                after = board.copy()
+                after.play_move(color, move)
+                if move != PASS and self._repeats(after.ko_hash, boards):
+                    child.status = INVALID
+                    return _NOVALUE, path, None
+                if self.boards_left > 0:
+                    self.boards_left -= 1
+                    child.board = after
+            boards.append(after)
+            board = after
+            child.virtual_loss += vl
+            path.append(child)
+            node = child
+            color = 1 - color
+            fpu = p.fpu_reduction
+
+    def _repeats(self, ko_hash: int, boards) -> bool:
+        """Positional superko for a new position below the root (whose game is `seen`)."""
+        if ko_hash in self.seen:
+            return True
+        for b in boards:
+            if b.ko_hash == ko_hash:
+                return True
+        return False
+
+    def expand(self, node: UCTNode, st, ev, min_psa_ratio: float = 0.0) -> float:
+        """Create the children of a leaf from its evaluation; returns its value (Black)."""
+        color = st.to_move
+        stm = float(ev.winrate)
+        black = stm if color == BLACK else 1.0 - stm
+        candidates = legal_points(st, color)
+        restrictions = self.restrictions
+        if restrictions is not None and restrictions.has_move_restrictions:
+            mn = st.move_num
+            allowed = restrictions.is_allowed
+            candidates = [v for v in candidates.tolist() if allowed(color, v, mn)]
+        allow_pass = pass_allowed(st, len(candidates), stm, self.params.dumbpass)
+        self.nodes += node.create_children(candidates, ev.policy, allow_pass, black,
+                                           min_psa_ratio)
+        return black
+
+    # ------------------------------------------------------------------ reports
+    def snapshot(self, move=None) -> SearchResult:
+        return stats.snapshot(self.root, self.color, self.root_state.move_num, move=move,
+                              playouts=self.playouts, nodes=self.nodes,
+                              elapsed=time.monotonic() - self.start,
+                              ratio=self.params.lcb_min_visit_ratio)
+
+    def log_playouts(self) -> None:
+        if self.params.quiet:
+            return
+        root, color = self.root, self.color
+        win = 100.0 * root.raw_eval(color) if root.visits else 0.0
+        pv = stats.pv_text(stats.principal_variation(root, color, self.params.lcb_min_visit_ratio))
+        self.log(f"Playouts: {self.playouts}, Win: {win:5.2f}%, PV: {pv}\n")
+
+
+def _check_count(evals, leaves) -> None:
+    if len(evals) != len(leaves):
+        raise ValueError(f"evaluator answered {len(evals)} of {len(leaves)} states")
+
+
+class _Timed:
+    """A pending evaluation that adds up the time spent submitting it and waiting for it:
+    the evaluation time per leaf that sizes ponder batches."""
+
+    def __init__(self, pending, submit_seconds: float):
+        self._pending = pending
+        self.seconds = submit_seconds
+
+    def result(self):
+        began = time.monotonic()
+        evals = self._pending.result()
+        self.seconds += time.monotonic() - began
+        return evals
