@@ -16,12 +16,20 @@ from typing import IO, Iterator
 
 
 @contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", **open_kwargs) -> Iterator[IO]:
-    """Open a temporary file beside `path`; on a clean exit, rename it over `path`."""
+def atomic_open(path: str | os.PathLike, mode: str = "w", *, temp: str | None = None,
+                **open_kwargs) -> Iterator[IO]:
+    """Open a temporary file beside `path`; on a clean exit, rename it over `path`.
+
+    `temp` names the temporary file (in the same folder) for a caller that must recognise
+    its own leftovers after a crash (self-play's output folders); it must not exist."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=folder)
+    if temp is None:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                                   dir=folder)
+    else:
+        tmp = os.fspath(temp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, mode, **open_kwargs) as f:
             yield f
@@ -37,16 +45,17 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **open_kwargs) -> Iter
         raise
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+def write_text_atomic(path: str | os.PathLike, text: str, *, temp: str | None = None) -> None:
     """Write text (UTF-8; undecodable input bytes kept as they came) atomically."""
-    with atomic_open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
+    with atomic_open(path, "w", temp=temp, encoding="utf-8", errors="surrogateescape") as f:
         f.write(text)
 
 
-def write_gzip_atomic(path: str | os.PathLike, data: bytes, level: int = 9) -> None:
+def write_gzip_atomic(path: str | os.PathLike, data: bytes, level: int = 9, *,
+                      temp: str | None = None) -> None:
     """Write data gzipped atomically. The header has no name and a zero time stamp, so equal
     data gives equal bytes."""
-    with atomic_open(path, "wb") as raw:
+    with atomic_open(path, "wb", temp=temp) as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level,
                            mtime=0) as gz:
             gz.write(data)

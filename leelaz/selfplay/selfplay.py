@@ -1,0 +1,186 @@
+"""`play_selfplay`: autogtp's job in one process, games in flight batched together.
+
+Owns: `play_selfplay`, `SelfplaySummary`. Imports: selfplay.* (settings, store, runner,
+game), game.coords.
+
+Per game: a seed (from the run seed and the game's index, or random), the 10 % no-resign draw,
+a fresh search and Network (its own cache and symmetries) on the shared backend; then the
+game's chunk, debug file and SGF are committed (selfplay/store.py). Games already finished in
+the folder count towards `games`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from leelaz.game.coords import BLACK, WHITE
+from leelaz.selfplay.game import Player, play_game
+from leelaz.selfplay.runner import EngineSide, GameRunner, RunStats, SelfplayError
+from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
+from leelaz.selfplay.store import GameStore, StoreError
+
+
+@dataclass
+class SelfplaySummary:
+    """What a run left in its folder, and how fast it went."""
+
+    out_dir: str
+    games: int  # finished games in out_dir, earlier runs included
+    games_this_run: int
+    moves: int  # moves played in this run (games dropped at a stop included)
+    seconds: float
+    playouts: int = 0  # new visits made by the searches in this run
+    root_visits: int = 0
+    evaluations: int = 0  # rows the network computed
+    network_calls: int = 0
+    backend: str = ""
+
+    @property
+    def moves_per_second(self) -> float:
+        return self.moves / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def visits_per_second(self) -> float:
+        return self.playouts / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def evaluations_per_second(self) -> float:
+        return self.evaluations / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mean_batch(self) -> float:
+        return self.evaluations / self.network_calls if self.network_calls else 0.0
+
+    def line(self) -> str:
+        ms = 1000 * self.seconds / self.moves if self.moves else 0.0
+        return (f"{self.games} games in {self.out_dir} ({self.games_this_run} this run); "
+                f"{self.moves} moves in {self.seconds:.1f} s: {self.moves_per_second:.2f} "
+                f"moves/s ({ms:.0f} ms/move), {self.visits_per_second:.0f} visits/s, "
+                f"{self.evaluations_per_second:.0f} evals/s, mean batch {self.mean_batch:.1f}")
+
+
+def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
+                  parallel: int = 8, seed: int | None = None, cpu_only: bool = False,
+                  gpus: tuple = (), progress: bool = True, seconds: float | None = None,
+                  no_resign_share: float | None = None, max_moves: int | None = None,
+                  **engine_options) -> SelfplaySummary:
+    """Play self-play games into `out_dir` until it holds `games` finished games.
+
+    `engine_options`: EngineConfig fields of the engine's flags (resignpct, noise, randomcnt,
+    dumbpass, threads, batchsize, precision, randomvisits, randomtemp, playouts, ...).
+    `seconds` stops the run (dropping the games in flight) after that long: the benchmark.
+    Raises SelfplayError for bad input (weights, folder, disk); KeyboardInterrupt after the
+    games in flight were dropped cleanly.
+    """
+    if games < 1:
+        raise SelfplayError(f"--games must be at least 1, not {games}")
+    extra = {}
+    if no_resign_share is not None:
+        extra["no_resign_share"] = no_resign_share
+    if max_moves is not None:
+        extra["max_moves"] = max_moves
+    settings = SelfplaySettings.build(SELFPLAY_DEFAULTS, seed=seed, cpu_only=cpu_only,
+                                      gpus=gpus, weights=weights, visits=visits, **extra,
+                                      **engine_options)
+    try:
+        store = GameStore(out_dir)
+    except StoreError as exc:
+        raise SelfplayError(str(exc)) from None
+    try:
+        return _run(settings, weights, store, games, max(1, parallel), progress, seconds)
+    finally:
+        store.close()
+
+
+def _run(settings: SelfplaySettings, weights: str, store: GameStore, games: int,
+         parallel: int, progress: bool, seconds: float | None) -> SelfplaySummary:
+    done_before = len(store.finished())
+    wanted = games - done_before
+    out_dir = store.folder
+    if wanted <= 0:
+        return SelfplaySummary(out_dir, done_before, 0, 0, 0.0)
+    parallel = min(parallel, wanted)
+    cfg = settings.engine
+    side = EngineSide(weights, cpu_only=cfg.cpu_only, gpus=cfg.gpus, precision=cfg.precision,
+                      batch_rows=parallel * settings.leaves_per_batch,
+                      full_tuner=cfg.full_tuner)
+    handed_out = [0]
+
+    def next_job():
+        if handed_out[0] >= wanted:
+            return None
+        handed_out[0] += 1
+        return store.next_index()
+
+    members = {}
+    evaluations = [0]
+
+    def play(slot: int, index: int):
+        member = members.setdefault(slot, side.coalescer.member(slot))
+        game_seed = settings.game_seed(index)
+        no_resign = settings.no_resign(game_seed)
+        params = settings.search_params(no_resign)
+        player = Player.create(side.weights, member, weights, params, game_seed,
+                               settings.cache_size(),
+                               symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
+        try:
+            return play_game({BLACK: player, WHITE: player}, seed=game_seed,
+                             options=settings.option_text(game_seed, no_resign),
+                             max_moves=settings.max_moves, record=True,
+                             resign_pct=params.resign_pct, should_stop=runner.stopping,
+                             on_move=runner.on_move)
+        finally:
+            evaluations[0] += player.evaluations
+
+    def commit(index: int, game) -> None:
+        try:
+            store.commit(index, sgf=game.sgf, chunk=game.chunk, debug=game.debug)
+        except OSError as exc:
+            raise SelfplayError(f"cannot write games to {out_dir}: "
+                                f"{exc.strerror or exc}") from None
+
+    bar = _ProgressBar(games, done_before, side.describe()) if progress else None
+    runner = GameRunner(parallel, next_job, play, commit, [side.coalescer],
+                        progress=bar.update if bar else None,
+                        deadline=None if seconds is None else time.monotonic() + seconds)
+    try:
+        stats = runner.run()
+    finally:
+        if bar is not None:
+            bar.close(runner)
+    return SelfplaySummary(out_dir, len(store.finished()), stats.games, stats.moves,
+                           stats.seconds, stats.playouts, stats.root_visits,
+                           side.coalescer.rows, side.coalescer.calls, side.describe())
+
+
+class _ProgressBar:
+    """tqdm when installed (an extra), else nothing: games, moves/s, visits/s."""
+
+    def __init__(self, total: int, initial: int, what: str):
+        self._began = time.monotonic()
+        self._shown = initial
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self._bar = None
+            return
+        self._bar = tqdm(total=total, initial=initial, unit="game", desc=f"selfplay {what}",
+                         dynamic_ncols=True, smoothing=0)
+
+    def update(self, runner: GameRunner) -> None:
+        if self._bar is None:
+            return
+        stats: RunStats = runner.stats
+        s = max(1e-9, time.monotonic() - self._began)
+        done = self._bar.initial + stats.games
+        if done > self._shown:
+            self._bar.update(done - self._shown)
+            self._shown = done
+        self._bar.set_postfix_str(f"{stats.moves / s:.1f} moves/s, "
+                                  f"{stats.playouts / s:.0f} visits/s", refresh=True)
+
+    def close(self, runner: GameRunner) -> None:
+        if self._bar is not None:
+            self.update(runner)
+            self._bar.close()

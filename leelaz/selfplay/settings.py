@@ -1,0 +1,121 @@
+"""Self-play and match settings: Leela Zero's autogtp defaults, in the engine's own flag names.
+
+Owns: `SelfplaySettings`, the per-game seed and the no-resign draw, and the `leelaz`-style
+option text written into each SGF. Imports: stdlib, config, gtp.search_commands (the one
+EngineConfig -> SearchParams mapping), search.params.
+
+autogtp's self-play line is `leelaz -p 0 -v 1601 -r 5 -m 30 -t 6 --batchsize 5 -d -n
+--noponder -s SEED` with 10 % of the tasks at `-r 0`; a match gives both engines `-v 1600 -r 5
+-m 0 -d --noponder` (no `-n`) and the same seed (shared/docs/zero-loop.md §1.3). Every
+engine option is overridable with the `EngineConfig` field of its flag (`visits`, `resignpct`,
+`noise`, `randomcnt`, `dumbpass`, `threads`, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+from leelaz.config import EngineConfig
+from leelaz.search.params import SearchParams
+
+#: autogtp's self-play options (server task options since 2019, zero-loop.md §3.1).
+SELFPLAY_DEFAULTS = dict(visits=1601, noise=True, randomcnt=30, resignpct=5, dumbpass=True,
+                         ponder=False, quiet=True)
+#: The server's match options (zero-loop.md §3.2): the `lz-gate` preset.
+MATCH_DEFAULTS = dict(visits=1600, noise=False, randomcnt=0, resignpct=5, dumbpass=True,
+                      ponder=False, quiet=True)
+#: Share of self-play games played out without resigning (server since 2018-09).
+NO_RESIGN_SHARE = 0.1
+#: autogtp stops a game after more than this many moves (zero-loop.md §1.4).
+MAX_MOVES = 722
+#: Leaves in flight per game when -t is not given: autogtp's `-t 6`.
+AUTOGTP_THREADS = 6
+#: Engine options accepted as keyword arguments (EngineConfig fields a search uses).
+ENGINE_OPTIONS = ("visits", "playouts", "resignpct", "noise", "randomcnt", "randomvisits",
+                  "randomtemp", "dumbpass", "threads", "batchsize", "precision", "timemanage",
+                  "full_tuner")
+
+
+@dataclass(frozen=True)
+class SelfplaySettings:
+    """Everything that decides how the games are played (not where they go)."""
+
+    engine: EngineConfig  # the engine flags, as `leelaz` would have them
+    no_resign_share: float = NO_RESIGN_SHARE  # games drawn to be played out with -r 0
+    max_moves: int = MAX_MOVES  # a game ends after more than this many moves
+    seed: int | None = None  # run seed: per-game seeds derive from it (None = random)
+    cache_entries: int = 0  # NN cache per game; 0 = enough for one move's search, x 8
+    extra: dict = field(default_factory=dict)  # settings shown in the SGF comment
+
+    @classmethod
+    def build(cls, defaults: dict, *, seed=None, cpu_only=False, gpus=(), weights="",
+              no_resign_share: float = NO_RESIGN_SHARE, max_moves: int = MAX_MOVES,
+              **engine_options) -> "SelfplaySettings":
+        unknown = set(engine_options) - set(ENGINE_OPTIONS)
+        if unknown:
+            raise TypeError(f"unknown engine option(s): {', '.join(sorted(unknown))}")
+        options = {**defaults, **{k: v for k, v in engine_options.items() if v is not None}}
+        cfg = EngineConfig(weights=weights, cpu_only=cpu_only, gpus=tuple(gpus), seed=seed,
+                           seed_given=seed is not None, **options)
+        return cls(engine=cfg, no_resign_share=no_resign_share, max_moves=max_moves,
+                   seed=seed)
+
+    # ---- the search ---------------------------------------------------------------------
+    @property
+    def leaves_per_batch(self) -> int:
+        """Leaves each game's search collects per evaluation (LZ's threads; autogtp's 6)."""
+        return max(1, self.engine.threads or AUTOGTP_THREADS)
+
+    def search_params(self, no_resign: bool = False) -> SearchParams:
+        from leelaz.gtp.search_commands import params_from_config
+        cfg = self.engine.with_(resignpct=0) if no_resign else self.engine
+        return params_from_config(cfg, self.leaves_per_batch)
+
+    def cache_size(self) -> int:
+        if self.cache_entries:
+            return self.cache_entries
+        visits = self.engine.visits or self.engine.playouts or 1600
+        return max(4096, 8 * visits)
+
+    # ---- per game ------------------------------------------------------------------------
+    def game_seed(self, index: int) -> int:
+        """The seed of game `index`: from the run seed when given (so a rerun replays the
+        same games), else random. 64 bits, never 0 (autogtp drops `-s 0`)."""
+        if self.seed is None:
+            return int.from_bytes(os.urandom(8), "little") or 1
+        digest = hashlib.sha256(f"{self.seed}:{index}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") or 1
+
+    def no_resign(self, game_seed: int) -> bool:
+        """Whether this game is one of the played-out share (drawn from its seed)."""
+        draw = hashlib.sha256(f"no-resign:{game_seed}".encode()).digest()
+        return int.from_bytes(draw[:4], "little") / 2**32 < self.no_resign_share
+
+    def option_text(self, game_seed: int, no_resign: bool) -> str:
+        """The game's settings as `leelaz` flags (the SGF's `Leela Zero options:` comment)."""
+        cfg = self.engine
+        parts = []
+        if cfg.playouts:
+            parts.append(f"-p {cfg.playouts}")
+        if cfg.visits:
+            parts.append(f"-v {cfg.visits}")
+        parts.append(f"-r {0 if no_resign else cfg.resignpct}")
+        parts.append(f"-m {cfg.randomcnt}")
+        parts.append(f"-t {self.leaves_per_batch}")
+        if cfg.dumbpass:
+            parts.append("-d")
+        if cfg.noise:
+            parts.append("-n")
+        if cfg.randomvisits != 1:
+            parts.append(f"--randomvisits {cfg.randomvisits}")
+        if cfg.randomtemp != 1.0:
+            parts.append(f"--randomtemp {cfg.randomtemp:g}")
+        parts.append("--noponder")
+        parts.append(f"-s {game_seed}")
+        return " " + " ".join(parts)
+
+    def with_engine(self, **changes) -> "SelfplaySettings":
+        return dataclasses.replace(self, engine=self.engine.with_(**changes))
