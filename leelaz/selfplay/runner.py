@@ -50,7 +50,7 @@ class EngineSide:
     """A network file loaded once, its backend and the coalescer its games share."""
 
     def __init__(self, weights_path: str, *, cpu_only: bool, gpus: tuple, precision: str,
-                 batch_rows: int, full_tuner: bool = False, log=None):
+                 batch_rows: int, full_tuner: bool = False, log=None, backend=None):
         from leelaz.backends.device_choice import choose_backend
         from leelaz.backends.weights import WeightsError, load_weights
 
@@ -62,10 +62,14 @@ class EngineSide:
         except (OSError, WeightsError, ValueError, EOFError) as exc:
             text = " ".join(str(exc).split()) or type(exc).__name__
             raise SelfplayError(f"cannot load weights {weights_path}: {text}") from None
-        self.backend = choose_backend(self.weights, cpu_only=cpu_only, gpus=list(gpus) or None,
-                                      precision=precision, batch_size=batch_rows,
-                                      tune="full" if full_tuner else "fast", quiet=True,
-                                      log=log)
+        if backend is not None:  # a stand-in (bench's instant network, tests)
+            self.backend = backend(self.weights)
+        else:
+            self.backend = choose_backend(self.weights, cpu_only=cpu_only,
+                                          gpus=list(gpus) or None, precision=precision,
+                                          batch_size=batch_rows,
+                                          tune="full" if full_tuner else "fast", quiet=True,
+                                          log=log)
         self.coalescer = BatchCoalescer(self.backend, max_rows=max(64, 2 * batch_rows))
 
     def describe(self) -> str:
@@ -81,7 +85,7 @@ class GameRunner:
 
     def __init__(self, parallel: int, next_job: Callable[[], object | None],
                  play: Callable, commit: Callable, coalescers: list[BatchCoalescer],
-                 progress=None, deadline: float | None = None):
+                 progress=None, deadline: float | None = None, counters=None):
         self.parallel = max(1, parallel)
         self.next_job = next_job
         self.play = play
@@ -89,6 +93,8 @@ class GameRunner:
         self.coalescers = coalescers
         self.progress = progress
         self.deadline = deadline
+        self.counters = counters  # shared with a parent process (workers.py), or None
+        self._no_new = False
         self.stats = RunStats()
         self.lock = threading.Lock()
         self.error: BaseException | None = None
@@ -115,7 +121,6 @@ class GameRunner:
     def run(self) -> RunStats:
         """Play until the jobs run out or a stop; Ctrl-C drops the games in flight and is
         re-raised once every thread is done. An error in a game is re-raised likewise."""
-        self._no_new = False
         began = time.monotonic()
         threads = [threading.Thread(target=self._slot, args=(slot,), daemon=True,
                                     name=f"selfplay-{slot}") for slot in range(self.parallel)]
@@ -145,6 +150,8 @@ class GameRunner:
             self.stats.moves += 1
             self.stats.playouts += playouts
             self.stats.root_visits += root_visits
+        if self.counters is not None:
+            self.counters.add(1, playouts, 0)
 
     def _slot(self, slot: int) -> None:
         while not self.stopping() and not self._no_new:

@@ -64,12 +64,15 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
                   parallel: int = 8, seed: int | None = None, cpu_only: bool = False,
                   gpus: tuple = (), progress: bool = True, seconds: float | None = None,
                   no_resign_share: float | None = None, max_moves: int | None = None,
-                  **engine_options) -> SelfplaySummary:
+                  workers: int = 1, backend=None, **engine_options) -> SelfplaySummary:
     """Play self-play games into `out_dir` until it holds `games` finished games.
 
     `engine_options`: EngineConfig fields of the engine's flags (resignpct, noise, randomcnt,
     dumbpass, threads, batchsize, precision, randomvisits, randomtemp, playouts, ...).
     `seconds` stops the run (dropping the games in flight) after that long: the benchmark.
+    `workers` > 1 runs that many processes (selfplay/workers.py), each with `parallel` games.
+    `backend(weights)`, when given, makes the backend instead of the device choice (the
+    benchmark's instant network); it must be picklable with workers.
     Raises SelfplayError for bad input (weights, folder, disk); KeyboardInterrupt after the
     games in flight were dropped cleanly.
     """
@@ -88,23 +91,32 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
     except StoreError as exc:
         raise SelfplayError(str(exc)) from None
     try:
-        return _run(settings, weights, store, games, max(1, parallel), progress, seconds)
+        wanted = games - len(store.finished())
+        if workers > 1 and wanted > 1:
+            from leelaz.selfplay.workers import run_workers
+            first = store.highest_index() + 1
+            store.close()
+            return run_workers(settings, weights, store.folder, wanted, min(workers, wanted),
+                               max(1, parallel), progress, seconds, first, backend)
+        return run_games(settings, weights, store, wanted, max(1, parallel), progress,
+                         seconds, backend=backend)
     finally:
         store.close()
 
 
-def _run(settings: SelfplaySettings, weights: str, store: GameStore, games: int,
-         parallel: int, progress: bool, seconds: float | None) -> SelfplaySummary:
-    done_before = len(store.finished())
-    wanted = games - done_before
+def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted: int,
+              parallel: int, progress: bool, seconds: float | None,
+              counters=None, backend=None) -> SelfplaySummary:
+    """Play `wanted` more games into the store's folder, `parallel` at a time, in this
+    process. `counters` (moves, playouts, games; shared with a parent) count along."""
     out_dir = store.folder
     if wanted <= 0:
-        return SelfplaySummary(out_dir, done_before, 0, 0, 0.0)
+        return SelfplaySummary(out_dir, len(store.finished()), 0, 0, 0.0)
     parallel = min(parallel, wanted)
     cfg = settings.engine
     side = EngineSide(weights, cpu_only=cfg.cpu_only, gpus=cfg.gpus, precision=cfg.precision,
                       batch_rows=parallel * settings.leaves_per_batch,
-                      full_tuner=cfg.full_tuner)
+                      full_tuner=cfg.full_tuner, backend=backend)
     handed_out = [0]
 
     def next_job():
@@ -139,9 +151,12 @@ def _run(settings: SelfplaySettings, weights: str, store: GameStore, games: int,
         except OSError as exc:
             raise SelfplayError(f"cannot write games to {out_dir}: "
                                 f"{exc.strerror or exc}") from None
+        if counters is not None:
+            counters.add(0, 0, 1)
 
-    bar = _ProgressBar(games, done_before, side.describe()) if progress else None
-    runner = GameRunner(parallel, next_job, play, commit, [side.coalescer],
+    done_before = len(store.finished())
+    bar = _ProgressBar(done_before + wanted, done_before, side.describe()) if progress else None
+    runner = GameRunner(parallel, next_job, play, commit, [side.coalescer], counters=counters,
                         progress=bar.update if bar else None,
                         deadline=None if seconds is None else time.monotonic() + seconds)
     try:
@@ -169,18 +184,22 @@ class _ProgressBar:
                          dynamic_ncols=True, smoothing=0)
 
     def update(self, runner: GameRunner) -> None:
+        stats: RunStats = runner.stats
+        self.update_counts(stats.moves, stats.playouts, stats.games)
+
+    def update_counts(self, moves: int, playouts: int, games: int) -> None:
         if self._bar is None:
             return
-        stats: RunStats = runner.stats
         s = max(1e-9, time.monotonic() - self._began)
-        done = self._bar.initial + stats.games
+        done = self._bar.initial + games
         if done > self._shown:
             self._bar.update(done - self._shown)
             self._shown = done
-        self._bar.set_postfix_str(f"{stats.moves / s:.1f} moves/s, "
-                                  f"{stats.playouts / s:.0f} visits/s", refresh=True)
+        self._bar.set_postfix_str(f"{moves / s:.1f} moves/s, {playouts / s:.0f} visits/s",
+                                  refresh=True)
 
-    def close(self, runner: GameRunner) -> None:
+    def close(self, runner: GameRunner | None) -> None:
         if self._bar is not None:
-            self.update(runner)
+            if runner is not None:
+                self.update(runner)
             self._bar.close()

@@ -39,7 +39,7 @@ class StoreError(Exception):
 class GameStore:
     """One process's view of an output folder."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, first_index: int | None = None, stride: int = 1):
         self.folder = os.path.abspath(folder)
         try:
             os.makedirs(self.folder, exist_ok=True)
@@ -57,13 +57,18 @@ class GameStore:
             raise StoreError(f"cannot write in output folder {folder}: "
                              f"{exc.strerror or exc}") from None
         self.remove_leftovers()
-        self._next = self.highest_index() + 1
+        self._next = self.highest_index() + 1 if first_index is None else first_index
+        self._stride = max(1, stride)  # worker processes of one run take every stride-th index
 
     # ---- what is there ------------------------------------------------------------------
     def finished(self) -> list[str]:
         """The SGF paths of the finished games, by index."""
-        names = [n for n in os.listdir(self.folder) if n.endswith(".sgf") and _NAME.match(n)]
-        return [os.path.join(self.folder, n) for n in sorted(names)]
+        return self.finished_in(self.folder)
+
+    @staticmethod
+    def finished_in(folder: str) -> list[str]:
+        names = [n for n in os.listdir(folder) if n.endswith(".sgf") and _NAME.match(n)]
+        return [os.path.join(folder, n) for n in sorted(names)]
 
     def highest_index(self) -> int:
         best = -1
@@ -75,7 +80,7 @@ class GameStore:
 
     def next_index(self) -> int:
         index = self._next
-        self._next += 1
+        self._next += self._stride
         return index
 
     def game_name(self, index: int) -> str:

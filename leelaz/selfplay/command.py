@@ -1,0 +1,134 @@
+"""`leelaz selfplay`: the verb's command line (autogtp's job, many games per process).
+
+Owns: the click command `command` and `main(argv)`. Imports: click, selfplay.*.
+
+The engine's flags keep their names and meaning; only the defaults are autogtp's self-play
+line (`-v 1601 -n -m 30 -r 5 -d --noponder`, 10 % of games with `-r 0`). `-n` and `-d` are on
+by default, so they also have negative forms (`--no-noise`, `--no-dumbpass`). Bad input
+(weights, folder, `--games 0`, a full disk) gives one `ERROR:` line and exit status 1, and
+leaves no partial file; Ctrl-C drops the games in flight and exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from leelaz.config import PRECISION_CHOICES
+from leelaz.selfplay.runner import SelfplayError
+from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
+
+UINT64_MAX = 2**64 - 1
+
+
+class SelfplayUsageError(click.ClickException):
+    """One `ERROR: ...` line, exit status 1."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"ERROR: {self.format_message()}", err=True)
+
+
+@click.command("selfplay", context_settings={"help_option_names": ["-h", "--help"],
+                                             "max_content_width": 100})
+@click.option("--games", type=int, default=None, help="Finished games wanted in --out "
+              "(earlier runs count).")
+@click.option("--parallel", type=click.IntRange(1, None), default=8, show_default=True,
+              help="Games in flight in each process; their leaves go to the network together.")
+@click.option("--workers", type=click.IntRange(1, None), default=1, show_default=True,
+              help="Processes, each playing --parallel games (one GPU context each).")
+@click.option("--out", "out_dir", default=None, metavar="DIR", help="Folder for the games.")
+@click.option("-w", "--weights", default=None, metavar="FILE", help="Network weights.")
+@click.option("-v", "--visits", type=click.IntRange(0, None), default=1601, show_default=True)
+@click.option("-p", "--playouts", type=click.IntRange(0, None), default=0, show_default=True)
+@click.option("-r", "--resignpct", type=click.IntRange(-1, 100), default=5, show_default=True)
+@click.option("-m", "--randomcnt", type=click.IntRange(0, None), default=30, show_default=True)
+@click.option("-n/-N", "--noise/--no-noise", default=True, show_default=True)
+@click.option("-d/-D", "--dumbpass/--no-dumbpass", default=True, show_default=True)
+@click.option("--randomvisits", type=click.IntRange(0, None), default=1, show_default=True)
+@click.option("--randomtemp", type=click.FloatRange(0, None, min_open=True), default=1.0,
+              show_default=True)
+@click.option("-t", "--threads", type=click.IntRange(0, None), default=0,
+              help="Leaves each game collects per evaluation (0 = autogtp's 6).")
+@click.option("--batchsize", type=click.IntRange(0, None), default=0)
+@click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto")
+@click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL.")
+@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
+@click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=None,
+              help="Run seed: game i's seed derives from it (a rerun replays the games).")
+@click.option("--noponder", is_flag=True, help="Accepted for autogtp's command line; "
+              "self-play never ponders.")
+@click.option("--no-resign-share", type=click.FloatRange(0, 1), default=NO_RESIGN_SHARE,
+              show_default=True, help="Share of games played out with -r 0.")
+@click.option("--max-moves", type=click.IntRange(1, None), default=MAX_MOVES,
+              show_default=True, help="End a game after more than this many moves.")
+@click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=None,
+              help="Stop after this long (games in flight are dropped).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--resign-report", "resign_report", default=None, metavar="DIR",
+              help="Play nothing: print the false-resignation rate per threshold of DIR's "
+                   "no-resign games.")
+def command(games, parallel, workers, out_dir, weights, visits, playouts, resignpct,
+            randomcnt, noise, dumbpass, randomvisits, randomtemp, threads, batchsize,
+            precision, cpu_only, gpu, seed, noponder, no_resign_share, max_moves, seconds,
+            quiet, resign_report) -> int:
+    """Play self-play games with Leela Zero's self-play settings; write an SGF and a training
+    chunk per game."""
+    if resign_report is not None:
+        from leelaz.selfplay.resign import report
+        try:
+            click.echo(report(resign_report), nl=False)
+        except OSError as exc:
+            raise SelfplayUsageError(f"cannot read {resign_report}: "
+                                     f"{exc.strerror or exc}") from None
+        return 0
+    if games is None or out_dir is None:
+        raise SelfplayUsageError("--games N and --out DIR are required")
+    if games < 1:
+        raise SelfplayUsageError(f"--games must be at least 1, not {games}")
+    if weights is None:
+        from leelaz.cli import find_weights
+        from leelaz.config import EngineConfig
+        weights = find_weights(EngineConfig())
+        if weights is None:
+            raise SelfplayUsageError("no network: give -w FILE")
+    from leelaz.selfplay.selfplay import play_selfplay
+    try:
+        summary = play_selfplay(weights, out_dir, games, visits=visits, parallel=parallel,
+                                workers=workers, seed=seed, cpu_only=cpu_only, gpus=tuple(gpu),
+                                progress=not quiet, seconds=seconds,
+                                no_resign_share=no_resign_share, max_moves=max_moves,
+                                playouts=playouts, resignpct=resignpct, randomcnt=randomcnt,
+                                noise=noise, dumbpass=dumbpass, randomvisits=randomvisits,
+                                randomtemp=randomtemp, threads=threads, batchsize=batchsize,
+                                precision=precision)
+    except SelfplayError as exc:
+        raise SelfplayUsageError(str(exc)) from None
+    click.echo(summary.line())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the verb (tests and `python -m leelaz.selfplay.command`); the exit status."""
+    try:
+        result = command.main(args=list(sys.argv[1:] if argv is None else argv),
+                              prog_name="leelaz selfplay", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("Interrupted: the games in flight were dropped.", err=True)
+        return 130
+    except SelfplayUsageError as exc:
+        exc.show()
+        return exc.exit_code
+    except click.ClickException as exc:
+        click.echo(f"ERROR: {exc.format_message()}", err=True)
+        return exc.exit_code
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

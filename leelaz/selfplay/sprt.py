@@ -1,0 +1,83 @@
+"""The Leela Zero server's gating rule: its SPRT, and the 400-game / 55 % rule beside it.
+
+Owns: `llr`, `decide`, `Decision` values, `elo`. Imports: stdlib only.
+
+Read from leela-zero-server's classes/utilities.js (shared/docs/zero-loop.md §3.3): H0 Elo 0,
+H1 Elo 35, alpha = beta = 0.05, no draws (each game is a win or a loss of the candidate).
+
+    LLR = (s1 - s0)(2 s - s0 - s1) / (2 s (1 - s) / N)      s = W / N, W or L of 0 counted as 1
+    s0 = 1 / (1 + 10^(-elo0/400)) = 0.5, s1 = 1 / (1 + 10^(-elo1/400)) = 0.550199
+    bounds: ln(beta / (1 - alpha)) = -2.944, ln((1 - beta) / alpha) = +2.944
+
+Decisions, checked in this order (the server's order):
+    1. H1 if N >= 400 and W / N >= 0.55;
+    2. H0 if 220 wins of 400 can no longer be reached "at +3 sigma":
+       0.55 R + 3 sqrt(R) / 2 <= 220 - W, R = 400 - N games left;
+    3. H1 if LLR > upper bound and N > 100;
+    4. H0 if LLR < lower bound (no minimum number of games);
+    5. otherwise no decision (None).
+"""
+
+from __future__ import annotations
+
+import math
+
+H1 = "H1"  # the candidate is stronger: promote it
+H0 = "H0"  # it is not
+ELO0, ELO1 = 0.0, 35.0
+ALPHA = BETA = 0.05
+#: The server's match length (number_to_play) and its pass rate.
+MATCH_GAMES = 400
+PASS_RATE = 0.55
+#: The LLR may pass a candidate only after more than this many games.
+MIN_GAMES_TO_PASS = 100
+
+
+def win_probability(elo: float) -> float:
+    """The logistic score of an Elo difference."""
+    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+
+
+def bounds(alpha: float = ALPHA, beta: float = BETA) -> tuple[float, float]:
+    """(lower, upper) LLR bounds: ln(beta / (1 - alpha)), ln((1 - beta) / alpha)."""
+    return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
+
+
+def llr(wins: int, losses: int, elo0: float = ELO0, elo1: float = ELO1) -> float:
+    """The server's normal-approximation log-likelihood ratio of H1 against H0."""
+    w = wins if wins > 0 else 1
+    l = losses if losses > 0 else 1
+    n = w + l
+    s = w / n
+    s0, s1 = win_probability(elo0), win_probability(elo1)
+    return (s1 - s0) * (2.0 * s - s0 - s1) / (2.0 * s * (1.0 - s) / n)
+
+
+def decide(wins: int, losses: int) -> str | None:
+    """H1, H0 or None (go on), by the server's rules in their order."""
+    n = wins + losses
+    if n >= MATCH_GAMES and wins / n >= PASS_RATE:
+        return H1
+    target = MATCH_GAMES / 2 + 2 * math.sqrt(MATCH_GAMES / 4)  # 220 of 400
+    left = max(0, MATCH_GAMES - n)
+    if PASS_RATE * left + 3.0 * math.sqrt(left) / 2.0 <= target - wins:
+        return H0
+    value = llr(wins, losses)
+    low, high = bounds()
+    if value > high and n > MIN_GAMES_TO_PASS:
+        return H1
+    if value < low:
+        return H0
+    return None
+
+
+def elo(wins: float, games: int) -> float:
+    """Elo difference of a score: 400 log10(p / (1 - p)); +-inf at a shutout."""
+    if games <= 0:
+        return 0.0
+    p = wins / games
+    if p <= 0.0:
+        return -math.inf
+    if p >= 1.0:
+        return math.inf
+    return 400.0 * math.log10(p / (1.0 - p))

@@ -1,0 +1,109 @@
+"""`--workers W`: W processes, each playing `--parallel K` games, into one folder.
+
+Owns: `run_workers`, `Counters`. Imports: multiprocessing, selfplay.selfplay, selfplay.store.
+
+Why processes: under the GIL one process walks one tree at a time, so Python's tree work
+(about a millisecond per playout) caps a process at a few thousand playouts/s whatever the
+network's speed; on a many-core GPU host W processes multiply that, each sending its own big
+batches to the device. Worker w takes the game indices first + w, first + w + W, ... (so
+seeded games never repeat across workers) and plays its share of the games; the parent shows
+one progress bar from shared counters. Processes are spawned, not forked (OpenCL contexts and
+threads do not survive a fork).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+from leelaz.selfplay.runner import SelfplayError
+
+
+class Counters:
+    """Moves, playouts and finished games, shared by the workers and their parent."""
+
+    def __init__(self, ctx):
+        self._values = ctx.Array("q", 3)
+
+    def add(self, moves: int, playouts: int, games: int) -> None:
+        with self._values.get_lock():
+            self._values[0] += moves
+            self._values[1] += playouts
+            self._values[2] += games
+
+    def read(self) -> tuple[int, int, int]:
+        with self._values.get_lock():
+            return tuple(self._values)
+
+
+def _worker(parallel, settings, weights, folder, count, first, stride, seconds, counters, out,
+            backend):
+    from leelaz.selfplay.selfplay import run_games
+    from leelaz.selfplay.store import GameStore
+    store = GameStore(folder, first_index=first, stride=stride)
+    try:
+        summary = run_games(settings, weights, store, count, parallel, False, seconds,
+                            counters, backend)
+        out.put(("ok", summary.evaluations, summary.network_calls, summary.backend))
+    except KeyboardInterrupt:
+        out.put(("interrupted", 0, 0, ""))
+    except SelfplayError as exc:
+        out.put(("error", str(exc), 0, ""))
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        out.put(("error", f"{type(exc).__name__}: {exc}", 0, ""))
+    finally:
+        store.close()
+
+
+def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, parallel: int,
+                progress: bool, seconds: float | None, first: int, backend=None):
+    """Play `wanted` games in `workers` processes; the summary of them all."""
+    from leelaz.selfplay.selfplay import SelfplaySummary, _ProgressBar
+    from leelaz.selfplay.store import GameStore
+    ctx = mp.get_context("spawn")
+    counters = Counters(ctx)
+    out = ctx.Queue()
+    shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
+    procs = [ctx.Process(target=_worker, args=(parallel, settings, weights, folder, shares[w],
+                                              first + w, workers, seconds, counters, out,
+                                              backend),
+                         daemon=True)
+             for w in range(workers) if shares[w] > 0]
+    began = time.monotonic()
+    done_before = len(GameStore.finished_in(folder))
+    bar = _ProgressBar(done_before + wanted, done_before, f"{len(procs)} workers") \
+        if progress else None
+    for p in procs:
+        p.start()
+    reports = []
+    try:
+        while len(reports) < len(procs):
+            try:
+                reports.append(out.get(timeout=0.5))
+            except Exception:  # noqa: BLE001 - queue.Empty; a dead worker is checked below
+                if not any(p.is_alive() for p in procs) and out.empty():
+                    break
+            if bar is not None:
+                bar.update_counts(*counters.read())
+    except KeyboardInterrupt:
+        for p in procs:
+            p.join()  # each worker got the Ctrl-C too and drops its games
+        raise
+    finally:
+        for p in procs:
+            p.join()
+        if bar is not None:
+            bar.update_counts(*counters.read())
+            bar.close(None)
+    errors = [r[1] for r in reports if r[0] == "error"]
+    if errors:
+        raise SelfplayError(errors[0])
+    if len(reports) < len(procs):
+        raise SelfplayError("a worker process died; the games it finished are kept")
+    moves, playouts, games = counters.read()
+    evals = sum(r[1] for r in reports if r[0] == "ok")
+    calls = sum(r[2] for r in reports if r[0] == "ok")
+    backend = next((r[3] for r in reports if r[0] == "ok"), "")
+    return SelfplaySummary(folder, len(GameStore.finished_in(folder)), games, moves,
+                           time.monotonic() - began, playouts, 0, evals, calls,
+                           f"{backend} x{len(procs)} workers")
