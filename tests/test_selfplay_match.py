@@ -1,0 +1,87 @@
+"""play_match (the gating match, games batched in one process) with the lz-gate settings.
+
+The shipped network against itself must not be promoted (no decision, or H0, within the cap);
+against a random network it must pass H1 as soon as the server's rule allows (101 games).
+The random network's value head is biased to +6 (the side to move always wins), so every
+move it considers looks lost to it and it resigns as soon as the engine may (after move 90):
+games stay short while the result is still decided by play and the server's SPRT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from paths import REPO, SCRIPTS
+from leelaz.selfplay import sprt
+from leelaz.selfplay.match import a_is_black, play_match, tally
+from leelaz.selfplay.runner import SelfplayError
+
+sys.path.insert(0, str(SCRIPTS))
+import make_random_weights  # noqa: E402
+
+SHIPPED = str(REPO / "weights" / "leelaz-6x128.txt.gz")
+
+
+@pytest.fixture(scope="module")
+def resigning_net(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("nets") / "resigner-1x8.txt")
+    tensors = make_random_weights.random_tensors(1, 8, 7)
+    tensors[-1][:] = 6.0  # value FC bias: tanh(6) = the side to move surely wins
+    make_random_weights.write_weights(path, tensors, 1)
+    return path
+
+
+def _result_json(folder):
+    with open(os.path.join(folder, "result.json")) as f:
+        return json.load(f)
+
+
+def test_shipped_net_against_itself_is_not_promoted(tmp_path):
+    out = str(tmp_path / "self")
+    result = play_match(SHIPPED, SHIPPED, out, max_games=4, visits=2, parallel=4, seed=1,
+                        cpu_only=True, progress=False, max_moves=40)
+    assert result.games == 4 and result.wins + result.losses == 4 and result.draws == 0
+    assert result.decision in (None, sprt.H0)
+    saved = _result_json(out)
+    assert saved["games"] == 4 and saved["wins"] == result.wins
+    assert saved["decision"] == result.decision
+    assert saved["llr"] == pytest.approx(sprt.llr(result.wins, result.losses))
+    # colours alternate: A is Black in games 0 and 2
+    sgfs = sorted(n for n in os.listdir(out) if n.endswith(".sgf"))
+    assert [a_is_black(int(n.split("-")[0])) for n in sgfs] == [True, False, True, False]
+    # a rerun resumes: the cap is reached, nothing more is played
+    again = play_match(SHIPPED, SHIPPED, out, max_games=4, visits=2, parallel=4, seed=1,
+                       cpu_only=True, progress=False, max_moves=40)
+    assert (again.wins, again.losses) == (result.wins, result.losses)
+    assert tally(out) == (result.wins, result.losses)
+
+
+def test_a_folder_of_another_match_is_refused(tmp_path, resigning_net):
+    out = str(tmp_path / "m")
+    play_match(SHIPPED, resigning_net, out, max_games=1, visits=2, parallel=1, seed=1,
+               cpu_only=True, progress=False, max_moves=4)
+    with pytest.raises(SelfplayError, match="another match"):
+        play_match(resigning_net, SHIPPED, out, max_games=2, visits=2, parallel=1,
+                   cpu_only=True, progress=False, max_moves=4)
+
+
+def test_shipped_net_against_a_random_net_passes_h1(tmp_path, resigning_net):
+    out = str(tmp_path / "gate")
+    result = play_match(SHIPPED, resigning_net, out, max_games=400, visits=2, parallel=8,
+                        seed=2, cpu_only=True, progress=False)
+    assert result.decision == sprt.H1
+    # the server passes on the LLR only after more than 100 games; the games in flight
+    # when it decided finish and count
+    assert 101 <= result.games <= 101 + 8
+    assert result.wins >= 67
+    assert _result_json(out)["decision"] == "H1"
+    sgfs = [n for n in os.listdir(out) if n.endswith(".sgf")]
+    assert len(sgfs) == result.games
+    # the random net lost by resigning, with either colour
+    for a_black, b_resigned in (True, "RE[B+Resign]"), (False, "RE[W+Resign]"):
+        assert any(b_resigned in open(os.path.join(out, n)).read() for n in sgfs
+                   if a_is_black(int(n.split("-")[0])) == a_black)
