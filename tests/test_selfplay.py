@@ -158,16 +158,17 @@ def test_batched_games_are_the_games_played_one_at_a_time(tmp_path, random_weigh
     """-t 1 and no noise make each game's search deterministic; its seed and its own cache
     make it independent of the games beside it."""
     texts = {}
-    for parallel in (1, 8):
-        out = tmp_path / f"p{parallel}"
+    for parallel, workers in ((1, 1), (8, 1), (4, 2)):  # and in two worker processes
+        out = tmp_path / f"p{parallel}w{workers}"
         play_selfplay(random_weights(2, 16), str(out), 8, visits=8, parallel=parallel,
-                      seed=5, cpu_only=True, progress=False, threads=1, noise=False,
-                      max_moves=50)
-        texts[parallel] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
-                            gzip.open(_chunk_of(s)).read()) for s in _sgfs(out)]
-    assert len(texts[1]) == 8
-    assert texts[1] == texts[8]
-    assert len({t[0] for t in texts[1]}) > 1  # the seeds differ per game
+                      workers=workers, seed=5, cpu_only=True, progress=False, threads=1,
+                      noise=False, max_moves=30)
+        texts[parallel, workers] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
+                                     gzip.open(_chunk_of(s)).read()) for s in _sgfs(out)]
+    assert len(texts[1, 1]) == 8
+    assert texts[1, 1] == texts[8, 1]
+    assert texts[1, 1] == texts[4, 2]
+    assert len({t[0] for t in texts[1, 1]}) > 1  # the seeds differ per game
 
 
 def test_a_rerun_resumes_and_counts_finished_games(tmp_path, random_weights):
@@ -222,6 +223,27 @@ def test_sigkill_mid_run_then_rerun_reaches_the_total(tmp_path, random_weights):
         assert len(records) in (len(moves), len(moves) + 1)
 
 
+def test_ctrl_c_drops_the_games_in_flight(tmp_path, random_weights):
+    out = tmp_path / "interrupted"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from leelaz.selfplay.command "
+                             "import main; sys.exit(main())", "--games", "50", "--parallel",
+                             "3", "--out", str(out), "-w", random_weights(1, 8), "-v", "4",
+                             "--cpu-only", "--max-moves", "40", "-q"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while len(_sgfs(out)) < 1 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Interrupted" in err
+    names = os.listdir(out)
+    sgfs = _sgfs(out)
+    assert 1 <= len(sgfs) < 50
+    assert not [n for n in names if n.startswith(".")], names
+    assert {n.split(".")[0] for n in names} == {os.path.basename(s)[:-4] for s in sgfs}
+
+
 def test_bad_input_is_one_line_and_exit_1(tmp_path, random_weights):
     net = random_weights(1, 8)
     a_file = tmp_path / "a_file"  # a folder inside a file: unwritable even for root
@@ -262,3 +284,38 @@ def test_a_full_disk_stops_cleanly(tmp_path, random_weights):
 def test_library_refuses_zero_games(tmp_path, random_weights):
     with pytest.raises(SelfplayError, match="at least 1"):
         play_selfplay(random_weights(1, 8), str(tmp_path / "z"), 0, cpu_only=True)
+
+
+def _debug_game(folder, name, resign_pct, winrates, result):
+    """A game as selfplay writes it: the debug file (dump_debug's layout) and the SGF."""
+    lines = ["2", f"{resign_pct} net.txt"] + [f"0.5 0.5 {w} 10" for w in winrates]
+    with gzip.open(os.path.join(folder, name + ".debug.txt.0.gz"), "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(folder, name + ".sgf"), "w") as f:
+        f.write(f"(;GM[1]FF[4]SZ[19]KM[7.5]RE[{result}];B[dd])\n")
+
+
+def test_resign_report_counts_false_resignations(tmp_path, capsys):
+    from leelaz.selfplay.resign import analyse, read_games
+    folder = str(tmp_path)
+    w1 = [0.5] * 100
+    w1[50] = 0.001  # move 50: the engine may not resign yet (only after move 90)
+    w1[95] = 0.03  # White to move at 95 (odd): White would resign at 5%; Black won: right
+    w1[96] = 0.02  # Black to move at 96: Black would resign at 2.5%; Black won: wrong
+    _debug_game(folder, "000000-aaaaaaaa", 0, w1, "B+Resign")
+    _debug_game(folder, "000001-aaaaaaaa", 5, [0.001] * 100, "B+3.5")  # could resign: skipped
+    _debug_game(folder, "000002-aaaaaaaa", 0, [0.2] * 120, "W+0.5")  # never below 20%
+    games, seen = read_games(folder)
+    assert seen == 3 and len(games) == 2
+    rows = {round(r.threshold, 3): r for r in analyse(games, (0.01, 0.025, 0.05, 0.25))}
+    assert (rows[0.01].resigned, rows[0.01].wrong) == (0, 0)
+    assert (rows[0.025].resigned, rows[0.025].wrong, rows[0.025].wrong_black) == (1, 1, 1)
+    assert rows[0.025].false_rate == 0.5
+    assert (rows[0.05].resigned, rows[0.05].wrong) == (1, 0)
+    # at 25%: game 1 as at 5% (right); game 3 resigns at move 91 (White to move, 0.2) and
+    # White won: wrong
+    assert (rows[0.25].resigned, rows[0.25].wrong, rows[0.25].wrong_white) == (2, 1, 1)
+    assert selfplay_main(["--resign-report", folder]) == 0
+    out = capsys.readouterr().out
+    assert "2 no-resign games of 3" in out
+    assert re.search(r"\n\s+5%\s+1\s+0\s", out), out

@@ -200,3 +200,48 @@ def bench_selfplay(weights: str, *, seconds: float = 60.0, visits: int = 1601,
             f"{ref.moves_per_second:.2f} moves/s: {ratio:.2f}x")
         rows["ratio"] = ratio
     return rows
+
+
+def _ints(text: str) -> tuple:
+    return tuple(int(x) for x in text.split(",") if x)
+
+
+def main(argv=None) -> int:
+    """`python -m leelaz.selfplay.bench` (the body of `leelaz bench selfplay`)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="leelaz bench selfplay", description=__doc__.split(
+        "\n\n")[0])
+    ap.add_argument("-w", "--weights", required=True)
+    ap.add_argument("--seconds", type=float, default=70.0, help="per configuration")
+    ap.add_argument("-v", "--visits", type=int, default=1601)
+    ap.add_argument("--parallel", type=_ints, default=(8,), help="e.g. 16,64")
+    ap.add_argument("--workers", type=_ints, default=(1,), help="e.g. 1,4")
+    ap.add_argument("-t", "--threads", type=int, default=0,
+                    help="leaves per game and evaluation (0 = autogtp's 6)")
+    ap.add_argument("--reference", default=None,
+                    help=f"Leela Zero 0.17 binary [default: {DEFAULT_REFERENCE} if present; "
+                         "'' = none]")
+    ap.add_argument("--reference-k", type=_ints, default=(1, 2, 4),
+                    help="reference processes to try, e.g. 2,4,8")
+    ap.add_argument("--reference-extra", default="", help="extra flags for the reference")
+    ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--gpu", type=int, action="append", default=[])
+    ap.add_argument("--precision", default="auto")
+    ap.add_argument("--instant", action="store_true",
+                    help="also run each configuration with a network that costs nothing")
+    args = ap.parse_args(argv)
+    reference = args.reference
+    if reference == "":
+        reference = "/nonexistent"
+    rows = bench_selfplay(args.weights, seconds=args.seconds, visits=args.visits,
+                          parallel=args.parallel, workers=args.workers,
+                          reference=reference if reference != "/nonexistent" else None,
+                          reference_k=args.reference_k if reference != "/nonexistent" else (),
+                          reference_extra=args.reference_extra, cpu_only=args.cpu_only,
+                          gpus=tuple(args.gpu), instant=args.instant,
+                          threads=args.threads, precision=args.precision)
+    return 0 if rows["ours"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

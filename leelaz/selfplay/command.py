@@ -115,11 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                               prog_name="leelaz selfplay", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return 130
-    except KeyboardInterrupt:
-        click.echo("Interrupted: the games in flight were dropped.", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        click.echo("Interrupted: the games in flight were dropped; finished games are kept.",
+                   err=True)
         return 130
     except SelfplayUsageError as exc:
         exc.show()
