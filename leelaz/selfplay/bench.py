@@ -40,6 +40,7 @@ class Throughput:
     visits: int = 0  # playouts (0 when unknown: the reference's -q hides them)
     evaluations: int = 0
     games: int = 0
+    mean_batch: float = 0.0  # rows per network call
 
     @property
     def moves_per_second(self) -> float:
@@ -97,7 +98,35 @@ def ours(weights: str, *, seconds: float, visits: int, parallel: int, workers: i
         shutil.rmtree(folder, ignore_errors=True)
     label = (f"leelaz --parallel {parallel} --workers {workers}"
              + (" (instant network)" if instant else f" [{s.backend}]"))
-    return Throughput(label, s.moves, s.seconds, s.playouts, s.evaluations, s.games_this_run)
+    if s.network_calls:
+        label += f" mean batch {s.mean_batch:.1f}"
+    return Throughput(label, s.moves, s.seconds, s.playouts, s.evaluations, s.games_this_run,
+                      s.mean_batch)
+
+
+def backend_peak(weights: str, batch: int, *, seconds: float = 10.0, cpu_only: bool = False,
+                 gpus=(), precision: str = "auto") -> float:
+    """The backend alone: evaluations/s at `batch` rows a call, two calls in flight (as the
+    coalescer's two groups keep it), on random 0/1 planes."""
+    from leelaz.backends.base import submit
+    from leelaz.backends.device_choice import choose_backend
+    from leelaz.backends.weights import load_weights
+    net = load_weights(weights)
+    backend = choose_backend(net, cpu_only=cpu_only, gpus=list(gpus) or None,
+                             precision=precision, batch_size=batch, quiet=True)
+    planes = np.random.default_rng(1).integers(0, 2, (batch, 18, 19, 19)).astype(np.float32)
+    submit(backend, planes).result()  # warm up (kernels built, buffers grown)
+    done = 0
+    began = time.monotonic()
+    previous = submit(backend, planes)
+    while time.monotonic() - began < seconds:
+        current = submit(backend, planes)
+        previous.result()
+        done += batch
+        previous = current
+    previous.result()
+    done += batch
+    return done / (time.monotonic() - began)
 
 
 def reference_selfplay(binary: str, weights: str, *, processes: int, seconds: float,
@@ -168,7 +197,7 @@ def bench_selfplay(weights: str, *, seconds: float = 60.0, visits: int = 1601,
                    parallel: tuple = (8,), workers: tuple = (1,), reference: str | None = None,
                    reference_k: tuple = (1, 2, 4), reference_extra: str = "",
                    cpu_only: bool = False, gpus=(), instant: bool = False, say=print,
-                   **engine_options) -> dict:
+                   peak: bool = True, **engine_options) -> dict:
     """Ours at each (parallel, workers), then the reference at each K; prints a line each and
     the ratio of the best moves/s. Returns the figures."""
     rows = {"ours": [], "reference": []}
@@ -192,6 +221,15 @@ def bench_selfplay(weights: str, *, seconds: float = 60.0, visits: int = 1601,
             rows["reference"].append(row)
             say(row.line())
     real = [r for r in rows["ours"] if "instant" not in r.label]
+    if real and peak:
+        best = max(real, key=lambda r: r.moves_per_second)
+        batch = max(1, round(best.mean_batch))
+        rate = backend_peak(weights, batch, seconds=min(seconds, 15.0), cpu_only=cpu_only,
+                            gpus=gpus, precision=engine_options.get("precision", "auto"))
+        reached = best.evaluations / best.seconds if best.seconds else 0.0
+        say(f"backend alone at batch {batch} (one process): {rate:,.0f} evals/s; "
+            f"{best.label} reached {reached:,.0f} evals/s ({100 * reached / rate:.0f}%)")
+        rows["peak"] = rate
     if real and rows["reference"]:
         best = max(real, key=lambda r: r.moves_per_second)
         ref = max(rows["reference"], key=lambda r: r.moves_per_second)
@@ -229,6 +267,8 @@ def main(argv=None) -> int:
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--instant", action="store_true",
                     help="also run each configuration with a network that costs nothing")
+    ap.add_argument("--no-peak", action="store_true",
+                    help="skip the backend-alone run at the best configuration's batch size")
     args = ap.parse_args(argv)
     reference = args.reference
     if reference == "":
@@ -238,7 +278,7 @@ def main(argv=None) -> int:
                           reference=reference if reference != "/nonexistent" else None,
                           reference_k=args.reference_k if reference != "/nonexistent" else (),
                           reference_extra=args.reference_extra, cpu_only=args.cpu_only,
-                          gpus=tuple(args.gpu), instant=args.instant,
+                          gpus=tuple(args.gpu), instant=args.instant, peak=not args.no_peak,
                           threads=args.threads, precision=args.precision)
     return 0 if rows["ours"] else 1
 

@@ -50,7 +50,8 @@ class EngineSide:
     """A network file loaded once, its backend and the coalescer its games share."""
 
     def __init__(self, weights_path: str, *, cpu_only: bool, gpus: tuple, precision: str,
-                 batch_rows: int, full_tuner: bool = False, log=None, backend=None):
+                 batch_rows: int, full_tuner: bool = False, log=None, backend=None,
+                 max_batch: int = 0):
         from leelaz.backends.device_choice import choose_backend
         from leelaz.backends.weights import WeightsError, load_weights
 
@@ -70,7 +71,10 @@ class EngineSide:
                                           batch_size=batch_rows,
                                           tune="full" if full_tuner else "fast", quiet=True,
                                           log=log)
-        self.coalescer = BatchCoalescer(self.backend, max_rows=max(64, 2 * batch_rows))
+        # --batchsize caps a network call (sent as soon as that many rows wait); by default
+        # every game's leaves go together.
+        self.coalescer = BatchCoalescer(self.backend,
+                                        max_rows=max_batch or max(64, 2 * batch_rows))
 
     def describe(self) -> str:
         w = self.weights
