@@ -6,7 +6,8 @@ benchmark (bench.py). Imports: anything below the command line (game, nn, search
 gtp's EngineConfig -> SearchParams mapping); the `leelaz selfplay` verb sits above it.
 """
 
+from leelaz.selfplay.match import MatchResult, play_match
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.selfplay import SelfplaySummary, play_selfplay
 
-__all__ = ["SelfplayError", "SelfplaySummary", "play_selfplay"]
+__all__ = ["MatchResult", "SelfplayError", "SelfplaySummary", "play_match", "play_selfplay"]

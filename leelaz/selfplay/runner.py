@@ -89,7 +89,8 @@ class GameRunner:
 
     def __init__(self, parallel: int, next_job: Callable[[], object | None],
                  play: Callable, commit: Callable, coalescers: list[BatchCoalescer],
-                 progress=None, deadline: float | None = None, counters=None):
+                 progress=None, deadline: float | None = None, counters=None,
+                 orphaned: Callable[[], bool] | None = None):
         self.parallel = max(1, parallel)
         self.next_job = next_job
         self.play = play
@@ -98,6 +99,7 @@ class GameRunner:
         self.progress = progress
         self.deadline = deadline
         self.counters = counters  # shared with a parent process (workers.py), or None
+        self.orphaned = orphaned  # a worker whose parent died stops (its games are dropped)
         self._no_new = False
         self.stats = RunStats()
         self.lock = threading.Lock()
@@ -112,9 +114,11 @@ class GameRunner:
             c.cancel(reason)
 
     def stopping(self) -> bool:
-        if not self._stop.is_set() and self.deadline is not None \
-                and time.monotonic() >= self.deadline:
-            self.stop(SelfplayStopped("time limit"))
+        if not self._stop.is_set():
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                self.stop(SelfplayStopped("time limit"))
+            elif self.orphaned is not None and self.orphaned():
+                self.stop(SelfplayStopped("the parent process is gone"))
         return self._stop.is_set()
 
     def finish_soft(self) -> None:

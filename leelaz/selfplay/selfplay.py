@@ -106,7 +106,7 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
 
 def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted: int,
               parallel: int, progress: bool, seconds: float | None,
-              counters=None, backend=None) -> SelfplaySummary:
+              counters=None, backend=None, orphaned=None) -> SelfplaySummary:
     """Play `wanted` more games into the store's folder, `parallel` at a time, in this
     process. `counters` (moves, playouts, games; shared with a parent) count along."""
     out_dir = store.folder
@@ -157,6 +157,7 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
     done_before = len(store.finished())
     bar = _ProgressBar(done_before + wanted, done_before, side.describe()) if progress else None
     runner = GameRunner(parallel, next_job, play, commit, [side.coalescer], counters=counters,
+                        orphaned=orphaned,
                         progress=bar.update if bar else None,
                         deadline=None if seconds is None else time.monotonic() + seconds)
     try:

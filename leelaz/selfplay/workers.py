@@ -38,12 +38,15 @@ class Counters:
 
 def _worker(parallel, settings, weights, folder, count, first, stride, seconds, counters, out,
             backend):
+    import os
+
     from leelaz.selfplay.selfplay import run_games
     from leelaz.selfplay.store import GameStore
+    parent = os.getppid()
     store = GameStore(folder, first_index=first, stride=stride)
     try:
         summary = run_games(settings, weights, store, count, parallel, False, seconds,
-                            counters, backend)
+                            counters, backend, orphaned=lambda: os.getppid() != parent)
         out.put(("ok", summary.evaluations, summary.network_calls, summary.backend))
     except KeyboardInterrupt:
         out.put(("interrupted", 0, 0, ""))
