@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import click
 import numpy as np
 
 #: autogtp's self-play flags (less -w, -s and the device choice).
@@ -240,47 +241,55 @@ def bench_selfplay(weights: str, *, seconds: float = 60.0, visits: int = 1601,
     return rows
 
 
-def _ints(text: str) -> tuple:
-    return tuple(int(x) for x in text.split(",") if x)
+def _ints(ctx, param, text: str) -> tuple:
+    try:
+        return tuple(int(x) for x in str(text).split(",") if x)
+    except ValueError:
+        raise click.BadParameter(f"a comma-separated list of integers, not {text!r}") from None
+
+
+@click.command("selfplay", context_settings={"help_option_names": ["-h", "--help"],
+                                             "max_content_width": 100})
+@click.option("-w", "--weights", required=True, help="Network (the same file for both).")
+@click.option("--seconds", type=float, default=70.0, show_default=True,
+              help="Per configuration.")
+@click.option("-v", "--visits", type=int, default=1601, show_default=True)
+@click.option("--parallel", callback=_ints, default="8", show_default=True,
+              help="Games per process to try, e.g. 16,64.")
+@click.option("--workers", callback=_ints, default="1", show_default=True,
+              help="Processes to try, e.g. 1,4.")
+@click.option("-t", "--threads", type=int, default=0,
+              help="Leaves per game and evaluation (0 = autogtp's 6).")
+@click.option("--reference", default=None,
+              help=f"Leela Zero 0.17 binary [default: {DEFAULT_REFERENCE} if present; '' = "
+                   "none].")
+@click.option("--reference-k", callback=_ints, default="1,2,4", show_default=True,
+              help="Reference processes to try, e.g. 2,4,8.")
+@click.option("--reference-extra", default="", help="Extra flags for the reference.")
+@click.option("--cpu-only", is_flag=True, help="Both engines on the CPU.")
+@click.option("--gpu", type=int, multiple=True)
+@click.option("--precision", default="auto", show_default=True)
+@click.option("--instant", is_flag=True,
+              help="Also run each configuration with a network that costs nothing.")
+@click.option("--no-peak", is_flag=True,
+              help="Skip the backend-alone run at the best configuration's batch size.")
+def command(weights, seconds, visits, parallel, workers, threads, reference, reference_k,
+            reference_extra, cpu_only, gpu, precision, instant, no_peak) -> int:
+    """Self-play moves/s and visits/s: leelaz against Leela Zero 0.17 driven as autogtp
+    drives it, same net, same device, same run."""
+    none = reference == ""
+    rows = bench_selfplay(weights, seconds=seconds, visits=visits, parallel=parallel,
+                          workers=workers, reference=None if none else reference,
+                          reference_k=() if none else reference_k,
+                          reference_extra=reference_extra, cpu_only=cpu_only, gpus=gpu,
+                          instant=instant, peak=not no_peak, threads=threads,
+                          precision=precision)
+    return 0 if rows["ours"] else 1
 
 
 def main(argv=None) -> int:
-    """`python -m leelaz.selfplay.bench` (the body of `leelaz bench selfplay`)."""
-    import argparse
-    ap = argparse.ArgumentParser(prog="leelaz bench selfplay", description=__doc__.split(
-        "\n\n")[0])
-    ap.add_argument("-w", "--weights", required=True)
-    ap.add_argument("--seconds", type=float, default=70.0, help="per configuration")
-    ap.add_argument("-v", "--visits", type=int, default=1601)
-    ap.add_argument("--parallel", type=_ints, default=(8,), help="e.g. 16,64")
-    ap.add_argument("--workers", type=_ints, default=(1,), help="e.g. 1,4")
-    ap.add_argument("-t", "--threads", type=int, default=0,
-                    help="leaves per game and evaluation (0 = autogtp's 6)")
-    ap.add_argument("--reference", default=None,
-                    help=f"Leela Zero 0.17 binary [default: {DEFAULT_REFERENCE} if present; "
-                         "'' = none]")
-    ap.add_argument("--reference-k", type=_ints, default=(1, 2, 4),
-                    help="reference processes to try, e.g. 2,4,8")
-    ap.add_argument("--reference-extra", default="", help="extra flags for the reference")
-    ap.add_argument("--cpu-only", action="store_true")
-    ap.add_argument("--gpu", type=int, action="append", default=[])
-    ap.add_argument("--precision", default="auto")
-    ap.add_argument("--instant", action="store_true",
-                    help="also run each configuration with a network that costs nothing")
-    ap.add_argument("--no-peak", action="store_true",
-                    help="skip the backend-alone run at the best configuration's batch size")
-    args = ap.parse_args(argv)
-    reference = args.reference
-    if reference == "":
-        reference = "/nonexistent"
-    rows = bench_selfplay(args.weights, seconds=args.seconds, visits=args.visits,
-                          parallel=args.parallel, workers=args.workers,
-                          reference=reference if reference != "/nonexistent" else None,
-                          reference_k=args.reference_k if reference != "/nonexistent" else (),
-                          reference_extra=args.reference_extra, cpu_only=args.cpu_only,
-                          gpus=tuple(args.gpu), instant=args.instant, peak=not args.no_peak,
-                          threads=args.threads, precision=args.precision)
-    return 0 if rows["ours"] else 1
+    """`python -m leelaz.selfplay.bench` (until `leelaz bench selfplay` is registered)."""
+    return command.main(args=argv, prog_name="leelaz bench selfplay")
 
 
 if __name__ == "__main__":
