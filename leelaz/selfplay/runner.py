@@ -10,9 +10,10 @@ time; the network call runs with the GIL released (NumPy, OpenCL), and that is w
 other games' searches wait. Threads, rather than a step API on the search, because they need
 nothing but the search's public `think()` and the evaluator seam.
 
-Stopping: `stop()` (Ctrl-C, a time limit, an error in one game, enough games) makes each game
-raise SelfplayStopped at its next move or network call; a stopped game writes nothing. Only
-finished games are committed (selfplay/store.py), so an interrupted run leaves whole games.
+Stopping: `stop()` (Ctrl-C, an error in one game) makes each game raise SelfplayStopped at its
+next move or network call; the time limit (`deadline`, the benchmark) lets each game finish
+its current move first. A stopped game writes nothing. Only finished games are committed
+(selfplay/store.py), so an interrupted run leaves whole games.
 """
 
 from __future__ import annotations
@@ -116,7 +117,9 @@ class GameRunner:
     def stopping(self) -> bool:
         if not self._stop.is_set():
             if self.deadline is not None and time.monotonic() >= self.deadline:
-                self.stop(SelfplayStopped("time limit"))
+                # Softly: each game ends after its current move (so a benchmark counts the
+                # moves in flight, and the time they take), and writes nothing.
+                self._stop.set()
             elif self.orphaned is not None and self.orphaned():
                 self.stop(SelfplayStopped("the parent process is gone"))
         return self._stop.is_set()
