@@ -30,7 +30,10 @@ from leelaz.game.sgf_replay import mainline_moves
 from leelaz.game.state import GameState
 
 from leelaz.selfplay import SelfplayError, play_selfplay
-from leelaz.selfplay.command import main as selfplay_main
+from leelaz.tools import run_verb
+
+#: `leelaz selfplay ...` in a child process (with this checkout's package)
+VERB = [sys.executable, "-m", "leelaz", "selfplay"]
 
 SGF_RE = re.compile(r"RE\[([^\]]*)\]")
 
@@ -188,10 +191,8 @@ def test_a_rerun_resumes_and_counts_finished_games(tmp_path, random_weights):
 
 def _verb(args, **kw):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-c",
-                           "import sys; from leelaz.selfplay.command import main; "
-                           "sys.exit(main())", *args],
-                          capture_output=True, text=True, env=env, timeout=120, **kw)
+    return subprocess.run(VERB + list(args), capture_output=True, text=True, env=env,
+                          timeout=120, **kw)
 
 
 def test_sigkill_mid_run_then_rerun_reaches_the_total(tmp_path, random_weights):
@@ -199,9 +200,8 @@ def test_sigkill_mid_run_then_rerun_reaches_the_total(tmp_path, random_weights):
     args = ["--games", "6", "--parallel", "2", "--out", str(out), "-w", random_weights(1, 8),
             "-v", "4", "--cpu-only", "--max-moves", "40", "-q"]
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from leelaz.selfplay.command "
-                             "import main; sys.exit(main())", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(VERB + args, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
     while len(_sgfs(out)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -226,17 +226,17 @@ def test_sigkill_mid_run_then_rerun_reaches_the_total(tmp_path, random_weights):
 def test_ctrl_c_drops_the_games_in_flight(tmp_path, random_weights):
     out = tmp_path / "interrupted"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from leelaz.selfplay.command "
-                             "import main; sys.exit(main())", "--games", "50", "--parallel",
-                             "3", "--out", str(out), "-w", random_weights(1, 8), "-v", "4",
-                             "--cpu-only", "--max-moves", "40", "-q"], env=env,
+    proc = subprocess.Popen(VERB + ["--games", "50", "--parallel", "3", "--out", str(out),
+                                    "-w", random_weights(1, 8), "-v", "4", "--cpu-only",
+                                    "--max-moves", "40", "-q"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
     while len(_sgfs(out)) < 1 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Interrupted" in err
+    assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith(
+        "ERROR: interrupted"), err
     names = os.listdir(out)
     sgfs = _sgfs(out)
     assert 1 <= len(sgfs) < 50
@@ -271,9 +271,9 @@ def test_a_full_disk_stops_cleanly(tmp_path, random_weights):
     would: one line, exit 1, no partial or temporary file."""
     out = tmp_path / "full"
     code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300)); "
-            "from leelaz.selfplay.command import main; sys.exit(main())")
+            "from leelaz.tools import run_verb; sys.exit(run_verb(sys.argv[1:]))")
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    got = subprocess.run([sys.executable, "-c", code, "--games", "2", "--out", str(out), "-w",
+    got = subprocess.run([sys.executable, "-c", code, "selfplay", "--games", "2", "--out", str(out), "-w",
                           random_weights(1, 8), "--cpu-only", "-v", "2", "--max-moves", "30",
                           "-q"], capture_output=True, text=True, env=env, timeout=120)
     lines = got.stderr.strip().splitlines()
@@ -315,7 +315,7 @@ def test_resign_report_counts_false_resignations(tmp_path, capsys):
     # at 25%: game 1 as at 5% (right); game 3 resigns at move 91 (White to move, 0.2) and
     # White won: wrong
     assert (rows[0.25].resigned, rows[0.25].wrong, rows[0.25].wrong_white) == (2, 1, 1)
-    assert selfplay_main(["--resign-report", folder]) == 0
+    assert run_verb(["selfplay", "--resign-report", folder]) == 0
     out = capsys.readouterr().out
     assert "2 no-resign games of 3" in out
     assert re.search(r"\n\s+5%\s+1\s+0\s", out), out

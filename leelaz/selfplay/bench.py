@@ -2,8 +2,9 @@
 the way autogtp drives it, same net, same device, same run.
 
 Owns: `bench_selfplay`, `reference_selfplay` (K `leelaz -g` processes playing genmove loops),
-`InstantBackend` (a network with no cost: the host-side ceiling of one process). Imports:
-subprocess, selfplay.selfplay.
+`InstantBackend` (a network with no cost: the host-side ceiling of one process),
+`backend_peak` (the backend alone at a batch size). Imports: subprocess, numpy, backends,
+selfplay.selfplay. The command line is leelaz/tools/bench/selfplay.py.
 
 The reference: K processes of `LZ -g -q --noponder -v 1601 -r 5 -m 30 -n -d -t 6 --batchsize
 5 -w NET -s SEED` (autogtp's self-play line, zero-loop.md §1.3; `--cpu-only` added when
@@ -25,7 +26,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-import click
 import numpy as np
 
 #: autogtp's self-play flags (less -w, -s and the device choice).
@@ -239,58 +239,3 @@ def bench_selfplay(weights: str, *, seconds: float = 60.0, visits: int = 1601,
             f"{ref.moves_per_second:.2f} moves/s: {ratio:.2f}x")
         rows["ratio"] = ratio
     return rows
-
-
-def _ints(ctx, param, text: str) -> tuple:
-    try:
-        return tuple(int(x) for x in str(text).split(",") if x)
-    except ValueError:
-        raise click.BadParameter(f"a comma-separated list of integers, not {text!r}") from None
-
-
-@click.command("selfplay", context_settings={"help_option_names": ["-h", "--help"],
-                                             "max_content_width": 100})
-@click.option("-w", "--weights", required=True, help="Network (the same file for both).")
-@click.option("--seconds", type=float, default=70.0, show_default=True,
-              help="Per configuration.")
-@click.option("-v", "--visits", type=int, default=1601, show_default=True)
-@click.option("--parallel", callback=_ints, default="8", show_default=True,
-              help="Games per process to try, e.g. 16,64.")
-@click.option("--workers", callback=_ints, default="1", show_default=True,
-              help="Processes to try, e.g. 1,4.")
-@click.option("-t", "--threads", type=int, default=0,
-              help="Leaves per game and evaluation (0 = autogtp's 6).")
-@click.option("--reference", default=None,
-              help=f"Leela Zero 0.17 binary [default: {DEFAULT_REFERENCE} if present; '' = "
-                   "none].")
-@click.option("--reference-k", callback=_ints, default="1,2,4", show_default=True,
-              help="Reference processes to try, e.g. 2,4,8.")
-@click.option("--reference-extra", default="", help="Extra flags for the reference.")
-@click.option("--cpu-only", is_flag=True, help="Both engines on the CPU.")
-@click.option("--gpu", type=int, multiple=True)
-@click.option("--precision", default="auto", show_default=True)
-@click.option("--instant", is_flag=True,
-              help="Also run each configuration with a network that costs nothing.")
-@click.option("--no-peak", is_flag=True,
-              help="Skip the backend-alone run at the best configuration's batch size.")
-def command(weights, seconds, visits, parallel, workers, threads, reference, reference_k,
-            reference_extra, cpu_only, gpu, precision, instant, no_peak) -> int:
-    """Self-play moves/s and visits/s: leelaz against Leela Zero 0.17 driven as autogtp
-    drives it, same net, same device, same run."""
-    none = reference == ""
-    rows = bench_selfplay(weights, seconds=seconds, visits=visits, parallel=parallel,
-                          workers=workers, reference=None if none else reference,
-                          reference_k=() if none else reference_k,
-                          reference_extra=reference_extra, cpu_only=cpu_only, gpus=gpu,
-                          instant=instant, peak=not no_peak, threads=threads,
-                          precision=precision)
-    return 0 if rows["ours"] else 1
-
-
-def main(argv=None) -> int:
-    """`python -m leelaz.selfplay.bench` (until `leelaz bench selfplay` is registered)."""
-    return command.main(args=argv, prog_name="leelaz bench selfplay")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -23,6 +23,7 @@ VERBS = {
     "bench": "leelaz.tools.bench",
     "weights": "leelaz.tools.weights",
     "dump-supervised": "leelaz.tools.dump_supervised",
+    "selfplay": "leelaz.tools.selfplay",
 }
 
 

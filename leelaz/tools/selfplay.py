@@ -1,6 +1,7 @@
 """`leelaz selfplay`: the verb's command line (autogtp's job, many games per process).
 
-Owns: the click command `command` and `main(argv)`. Imports: click, selfplay.*.
+Owns: the click command `command` (registered in leelaz/tools/__init__.py). Imports: click,
+tools (ToolError), selfplay.*, cli (the default network).
 
 The engine's flags keep their names and meaning; only the defaults are autogtp's self-play
 line (`-v 1601 -n -m 30 -r 5 -d --noponder`, 10 % of games with `-r 0`). `-n` and `-d` are on
@@ -18,15 +19,15 @@ import click
 from leelaz.config import PRECISION_CHOICES
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
+from leelaz.tools import ToolError
 
 UINT64_MAX = 2**64 - 1
 
 
-class SelfplayUsageError(click.ClickException):
-    """One `ERROR: ...` line, exit status 1."""
+class Interrupted(ToolError):
+    """Ctrl-C: one line, exit status 130 (the games in flight were dropped)."""
 
-    def show(self, file=None) -> None:
-        click.echo(f"ERROR: {self.format_message()}", err=True)
+    exit_code = 130
 
 
 @click.command("selfplay", context_settings={"help_option_names": ["-h", "--help"],
@@ -79,19 +80,19 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
         try:
             click.echo(report(resign_report), nl=False)
         except OSError as exc:
-            raise SelfplayUsageError(f"cannot read {resign_report}: "
+            raise ToolError(f"cannot read {resign_report}: "
                                      f"{exc.strerror or exc}") from None
         return 0
     if games is None or out_dir is None:
-        raise SelfplayUsageError("--games N and --out DIR are required")
+        raise ToolError("--games N and --out DIR are required")
     if games < 1:
-        raise SelfplayUsageError(f"--games must be at least 1, not {games}")
+        raise ToolError(f"--games must be at least 1, not {games}")
     if weights is None:
         from leelaz.cli import find_weights
         from leelaz.config import EngineConfig
         weights = find_weights(EngineConfig())
         if weights is None:
-            raise SelfplayUsageError("no network: give -w FILE")
+            raise ToolError("no network: give -w FILE")
     from leelaz.selfplay.selfplay import play_selfplay
     try:
         summary = play_selfplay(weights, out_dir, games, visits=visits, parallel=parallel,
@@ -103,30 +104,9 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
                                 randomtemp=randomtemp, threads=threads, batchsize=batchsize,
                                 precision=precision)
     except SelfplayError as exc:
-        raise SelfplayUsageError(str(exc)) from None
+        raise ToolError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted: the games in flight were dropped; finished games "
+                          "are kept") from None
     click.echo(summary.line())
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the verb (tests and `python -m leelaz.selfplay.command`); the exit status."""
-    try:
-        result = command.main(args=list(sys.argv[1:] if argv is None else argv),
-                              prog_name="leelaz selfplay", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        click.echo("Interrupted: the games in flight were dropped; finished games are kept.",
-                   err=True)
-        return 130
-    except SelfplayUsageError as exc:
-        exc.show()
-        return exc.exit_code
-    except click.ClickException as exc:
-        click.echo(f"ERROR: {exc.format_message()}", err=True)
-        return exc.exit_code
-    return result if isinstance(result, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
