@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
-from paths import REPO, SCRIPTS
+from paths import REPO
+from leelaz.backends.random_weights import random_tensors
+from leelaz.backends.weights_writer import write_weights
 from leelaz.selfplay import sprt
 from leelaz.selfplay.match import a_is_black, play_match, tally
 from leelaz.selfplay.runner import SelfplayError
-
-sys.path.insert(0, str(SCRIPTS))
-import make_random_weights  # noqa: E402
+from leelaz.tools import run_verb
 
 SHIPPED = str(REPO / "weights" / "leelaz-6x128.txt.gz")
 
@@ -34,10 +33,10 @@ POLICY_FC_BIAS = 4 + 8 + 4 + 1
 @pytest.fixture(scope="module")
 def passing_net(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("nets") / "passer-1x8.txt")
-    tensors = make_random_weights.random_tensors(1, 8, 7)
+    tensors = random_tensors(1, 8, 7)
     assert tensors[POLICY_FC_BIAS].shape == (362,)
     tensors[POLICY_FC_BIAS][361] = 50.0  # pass, always
-    make_random_weights.write_weights(path, tensors, 1)
+    write_weights(path, tensors, 1)
     return path
 
 
@@ -46,24 +45,29 @@ def _result_json(folder):
         return json.load(f)
 
 
-def test_shipped_net_against_itself_is_not_promoted(tmp_path):
+def test_shipped_net_against_itself_is_not_promoted(tmp_path, capsys):
+    """Through the verb: `leelaz match --preset lz-gate --sprt ... --json`."""
     out = str(tmp_path / "self")
-    result = play_match(SHIPPED, SHIPPED, out, max_games=4, visits=2, parallel=4, seed=1,
-                        cpu_only=True, progress=False, max_moves=40)
-    assert result.games == 4 and result.wins + result.losses == 4 and result.draws == 0
-    assert result.decision in (None, sprt.H0)
+    code = run_verb(["match", "--preset", "lz-gate", "--weights1", SHIPPED, "--weights2",
+                     SHIPPED, "--out", out, "--games", "4", "--sprt", "-v", "2", "--parallel",
+                     "4", "-s", "1", "--cpu-only", "--max-moves", "40", "--json"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed["games"] == 4 and printed["wins"] + printed["losses"] == 4
+    assert printed["draws"] == 0
+    assert printed["decision"] in (None, sprt.H0)
     saved = _result_json(out)
-    assert saved["games"] == 4 and saved["wins"] == result.wins
-    assert saved["decision"] == result.decision
-    assert saved["llr"] == pytest.approx(sprt.llr(result.wins, result.losses))
+    assert saved["games"] == 4 and saved["wins"] == printed["wins"]
+    assert saved["decision"] == printed["decision"]
+    assert saved["llr"] == pytest.approx(sprt.llr(printed["wins"], printed["losses"]))
+    result = play_match(SHIPPED, SHIPPED, out, max_games=4, visits=2, parallel=4, seed=1,
+                        cpu_only=True, progress=False, max_moves=40)  # nothing left to play
+    assert (result.wins, result.losses) == (printed["wins"], printed["losses"])
     # colours alternate: A is Black in games 0 and 2
     sgfs = sorted(n for n in os.listdir(out) if n.endswith(".sgf"))
     assert [a_is_black(int(n.split("-")[0])) for n in sgfs] == [True, False, True, False]
-    # a rerun resumes: the cap is reached, nothing more is played
-    again = play_match(SHIPPED, SHIPPED, out, max_games=4, visits=2, parallel=4, seed=1,
-                       cpu_only=True, progress=False, max_moves=40)
-    assert (again.wins, again.losses) == (result.wins, result.losses)
     assert tally(out) == (result.wins, result.losses)
+    assert result.moves == 0  # the rerun resumed: the cap was reached, nothing was played
 
 
 def test_a_folder_of_another_match_is_refused(tmp_path, passing_net):

@@ -202,6 +202,8 @@ Examples:
       --engine2 "/usr/games/leelaz --cpu-only -g -w net.gz --noponder -v 400" \\
       --games 100 --referee "/usr/games/gnugo --mode gtp" --sgf-dir games/ --sprt
   leelaz match --tally run1/sgf run2/sgf --name1 leelaz --sprt
+  leelaz match --preset lz-gate --weights1 new.gz --weights2 best.gz --out gate/ \
+      --games 400 --sprt --parallel 16          (the server's gating, games batched)
 """
 
 
@@ -235,12 +237,34 @@ Examples:
               show_default=True, help="Seconds for ordinary commands.")
 @click.option("--move-timeout", type=click.FloatRange(0, None, min_open=True), default=600.0,
               show_default=True, help="Seconds per genmove.")
-@click.option("--sprt", is_flag=True, help="Stop early when SPRT(0,35) decides.")
+@click.option("--sprt", is_flag=True, help="Stop early when SPRT(0,35) decides (with --preset "
+              "lz-gate: the Leela Zero server's rule, 400-game / 55% rule included).")
+@click.option("--preset", type=click.Choice(["lz-gate"]), default=None,
+              help="lz-gate: the server's match between two networks (--weights1/--weights2, "
+                   "--out): 1600 visits, resign 5%, no noise, no random moves, colours "
+                   "alternated, games batched in this process, result.json in --out.")
+@click.option("--weights1", default=None, metavar="FILE", help="lz-gate: the candidate (A).")
+@click.option("--weights2", default=None, metavar="FILE", help="lz-gate: the best network (B).")
+@click.option("--out", "out_dir", default=None, metavar="DIR",
+              help="lz-gate: folder for the SGFs, match.json and result.json (resumable).")
+@click.option("--parallel", type=click.IntRange(1, None), default=8, show_default=True,
+              help="lz-gate: games in flight, their leaves batched per network.")
+@click.option("-v", "--visits", type=click.IntRange(1, None), default=1600, show_default=True,
+              help="lz-gate: visits per move.")
+@click.option("--cpu-only", is_flag=True, help="lz-gate: NumPy, no OpenCL.")
+@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
+@click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
+              help="lz-gate: run seed (game i's seed derives from it).")
+@click.option("--json", "as_json", is_flag=True, help="lz-gate: print the result as JSON.")
 @click.argument("more_dirs", nargs=-1, metavar="")
 def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit, tally_dirs,
             komi, time_settings, setup1, setup2, referee, sgf_dir, log_dir, max_moves, timeout,
-            move_timeout, sprt, more_dirs) -> int:
+            move_timeout, sprt, preset, weights1, weights2, out_dir, parallel, visits,
+            cpu_only, gpu, seed, as_json, more_dirs) -> int:
     """Play a match between two GTP engines and report the score, Elo and an SPRT."""
+    if preset == "lz-gate":
+        return _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed,
+                     cpu_only, gpu, max_moves, as_json)
     if more_dirs and not tally_dirs:
         raise click.UsageError(f"unexpected argument {more_dirs[0]!r}")
     if not tally_dirs and not (engine1 and engine2):
@@ -260,6 +284,31 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
     for role, line in checks:
         _check_command(role, line)
     return play(settings)
+
+
+def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_only, gpus,
+          max_moves, as_json) -> int:
+    """--preset lz-gate: leelaz.selfplay.play_match (both sides leelaz networks, batched)."""
+    import dataclasses
+    import json
+
+    from leelaz.selfplay import SelfplayError, play_match
+    if not (weights1 and weights2 and out_dir):
+        raise click.UsageError("--preset lz-gate needs --weights1, --weights2 and --out")
+    try:
+        result = play_match(weights1, weights2, out_dir, max_games=games, sprt=sprt,
+                            visits=visits, parallel=parallel, seed=seed, cpu_only=cpu_only,
+                            gpus=tuple(gpus), progress=True, max_moves=max_moves)
+    except SelfplayError as exc:
+        raise ToolError(str(exc)) from None
+    if as_json:
+        data = dataclasses.asdict(result)
+        if abs(data["elo"]) == float("inf"):
+            data["elo"] = None
+        print(json.dumps(data, sort_keys=True))
+    else:
+        print(result.line())
+    return 0
 
 
 def _check_command(role: str, line: str) -> None:
