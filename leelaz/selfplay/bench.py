@@ -2,7 +2,7 @@
 the way autogtp drives it, same net, same device, same run.
 
 Owns: `bench_selfplay`, `reference_selfplay` (K `leelaz -g` processes playing genmove loops),
-`InstantBackend` (a network with no cost: the host-side ceiling of one process),
+`instant_backend` (the `random` backend: the host-side ceiling of one process),
 `backend_peak` (the backend alone at a batch size). Imports: subprocess, numpy, backends,
 selfplay.selfplay. The command line is leelaz/tools/bench/selfplay.py.
 
@@ -58,31 +58,12 @@ class Throughput:
                 f"{self.moves_per_second:.2f} moves/s ({ms:.0f} ms/move){extra}")
 
 
-class _Answered:
-    def __init__(self, answer):
-        self._answer = answer
-
-    def result(self):
-        return self._answer
-
-
-class InstantBackend:
-    """A backend that answers at once with seeded random logits and values: what one process
-    of self-play costs on the host alone (the ceiling a GPU cannot lift)."""
-
-    asynchronous = False
-    name = "instant"
-
-    def __init__(self, weights=None, seed: int = 1):
-        self._rng = np.random.default_rng(seed)
-
-    def forward(self, planes):
-        n = len(planes)
-        return ((3 * self._rng.standard_normal((n, 362))).astype(np.float32),
-                self._rng.uniform(0.2, 0.8, n).astype(np.float32))
-
-    def submit(self, planes):
-        return _Answered(self.forward(planes))
+def instant_backend(weights):
+    """The registry's `random` backend: answers at once, so a run measures what one process
+    of self-play costs on the host alone (the ceiling a GPU cannot lift). Synchronous, as
+    the coalescer then uses one group, like NumPy."""
+    from leelaz.backends import create_backend
+    return create_backend("random", weights, asynchronous=False)
 
 
 def ours(weights: str, *, seconds: float, visits: int, parallel: int, workers: int,
@@ -94,7 +75,7 @@ def ours(weights: str, *, seconds: float, visits: int, parallel: int, workers: i
         s = play_selfplay(weights, folder, 10**9, visits=visits, parallel=parallel,
                           workers=workers, seed=seed, cpu_only=cpu_only, gpus=tuple(gpus),
                           progress=False, seconds=seconds,
-                          backend=InstantBackend if instant else None, **engine_options)
+                          backend=instant_backend if instant else None, **engine_options)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     label = (f"leelaz --parallel {parallel} --workers {workers}"
@@ -109,19 +90,18 @@ def backend_peak(weights: str, batch: int, *, seconds: float = 10.0, cpu_only: b
                  gpus=(), precision: str = "auto") -> float:
     """The backend alone: evaluations/s at `batch` rows a call, two calls in flight (as the
     coalescer's two groups keep it), on random 0/1 planes."""
-    from leelaz.backends.base import submit
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.weights import load_weights
     net = load_weights(weights)
     backend = choose_backend(net, cpu_only=cpu_only, gpus=list(gpus) or None,
                              precision=precision, batch_size=batch, quiet=True)
     planes = np.random.default_rng(1).integers(0, 2, (batch, 18, 19, 19)).astype(np.float32)
-    submit(backend, planes).result()  # warm up (kernels built, buffers grown)
+    backend.submit(planes).result()  # warm up (kernels built, buffers grown)
     done = 0
     began = time.monotonic()
-    previous = submit(backend, planes)
+    previous = backend.submit(planes)
     while time.monotonic() - began < seconds:
-        current = submit(backend, planes)
+        current = backend.submit(planes)
         previous.result()
         done += batch
         previous = current

@@ -2,7 +2,7 @@
 
 Owns: `BatchCoalescer` (the shared batcher in front of one backend) and `MemberBackend` (what
 each game's `nn.network.Network` is given as its backend). Imports: numpy, threading,
-nn.features (only the size of a packed position).
+backends.base (the seam, and the size of a packed position).
 
 Why here, at the backend seam: every game keeps its own `Network` (its own cache and its own
 random symmetries, seeded per game, as a fresh Leela Zero process per game has) and its own
@@ -28,11 +28,7 @@ import threading
 
 import numpy as np
 
-from leelaz.nn.features import HISTORY
-from leelaz.game.coords import NUM_VERTICES
-
-#: Bytes of one position in the packed form (8 mailboxes), before the side/symmetry pairs.
-PACKED_ROW = HISTORY * NUM_VERTICES
+from leelaz.backends.base import PACKED_ROW, Backend
 
 
 class SelfplayStopped(Exception):
@@ -88,9 +84,8 @@ class BatchCoalescer:
     def __init__(self, backend, max_rows: int = 4096, groups: int | None = None):
         self.backend = backend
         self.max_rows = max(1, max_rows)
-        asynchronous = bool(getattr(backend, "asynchronous", False))
-        self.groups = [_Group() for _ in range(groups or (2 if asynchronous else 1))]
-        self.packed = bool(getattr(backend, "accepts_packed_inputs", False))
+        self.groups = [_Group() for _ in range(groups or (2 if backend.asynchronous else 1))]
+        self.packed = bool(backend.accepts_packed_inputs)
         self._cond = threading.Condition()
         self._submit_lock = threading.Lock()
         self._stopped: BaseException | None = None
@@ -175,21 +170,10 @@ class BatchCoalescer:
             return backend.submit_packed(boxes + pairs, total), total
         planes = batch[0].planes if len(batch) == 1 else \
             np.concatenate([r.planes for r in batch])
-        start = getattr(backend, "submit", None)
-        if start is not None:
-            return start(planes), total
-        return _Done(backend.forward(planes)), total
+        return backend.submit(planes), total
 
 
-class _Done:
-    def __init__(self, answer):
-        self._answer = answer
-
-    def result(self):
-        return self._answer
-
-
-class MemberBackend:
+class MemberBackend(Backend):
     """A game's view of the shared backend: the Backend seam, parked with the coalescer.
 
     Not asynchronous for the search (its `result()` is where the game waits for the round),
@@ -200,8 +184,12 @@ class MemberBackend:
     def __init__(self, coalescer: BatchCoalescer, group: _Group):
         self.coalescer = coalescer
         self.group = group
-        self.name = getattr(coalescer.backend, "name", "shared")
-        self.accepts_packed_inputs = coalescer.packed
+        self.name = coalescer.backend.name
+        self.weights = coalescer.backend.weights
+
+    @property
+    def accepts_packed_inputs(self) -> bool:
+        return self.coalescer.packed
 
     def searching(self) -> "_Membership":
         """`with member.searching(): search.think(...)`: counted as a member meanwhile."""
