@@ -171,36 +171,28 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
 
 
 class _ProgressBar:
-    """tqdm when installed (an extra), else nothing: games, moves/s, visits/s."""
+    """leelaz.progress's bar (tqdm on a terminal, else nothing): games done of the total
+    (earlier runs included), moves/s and visits/s of this run."""
 
     def __init__(self, total: int, initial: int, what: str):
+        from leelaz.progress import progress
         self._began = time.monotonic()
-        self._shown = initial
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            self._bar = None
-            return
-        self._bar = tqdm(total=total, initial=initial, unit="game", desc=f"selfplay {what}",
-                         dynamic_ncols=True, smoothing=0)
+        self._bar = progress(total, f"selfplay {what}", unit="game")
+        self._bar.update(initial)
+        self._shown = 0
 
     def update(self, runner: GameRunner) -> None:
         stats: RunStats = runner.stats
         self.update_counts(stats.moves, stats.playouts, stats.games)
 
     def update_counts(self, moves: int, playouts: int, games: int) -> None:
-        if self._bar is None:
-            return
         s = max(1e-9, time.monotonic() - self._began)
-        done = self._bar.initial + games
-        if done > self._shown:
-            self._bar.update(done - self._shown)
-            self._shown = done
-        self._bar.set_postfix_str(f"{moves / s:.1f} moves/s, {playouts / s:.0f} visits/s",
-                                  refresh=True)
+        if games > self._shown:
+            self._bar.update(games - self._shown)
+            self._shown = games
+        self._bar.set_postfix_str(f"{moves / s:.1f} moves/s, {playouts / s:.0f} visits/s")
 
     def close(self, runner: GameRunner | None) -> None:
-        if self._bar is not None:
-            if runner is not None:
-                self.update(runner)
-            self._bar.close()
+        if runner is not None:
+            self.update(runner)
+        self._bar.close()
