@@ -262,7 +262,8 @@ def test_bad_input_is_one_line_and_exit_1(tmp_path, random_weights):
         lines = got.stderr.strip().splitlines()
         assert got.returncode == 1, (args, got.stderr)
         assert len(lines) == 1 and lines[0].startswith("ERROR:") and words in lines[0], lines
-    for name in ("a", "b", "c"):  # nothing left behind but the (empty) folder, if any
+    assert not os.path.exists(tmp_path / "a")  # a missing network is found before anything
+    for name in ("b", "c"):  # nothing left behind but the (empty) folder, if any
         assert not os.path.exists(tmp_path / name) or not os.listdir(tmp_path / name)
 
 

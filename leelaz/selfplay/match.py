@@ -73,6 +73,9 @@ def play_match(weights_a: str, weights_b: str, out_dir: str, *, max_games: int,
                                       weights=weights_a, visits=visits, no_resign_share=0.0,
                                       **({"max_moves": max_moves} if max_moves else {}),
                                       **engine_options)
+    for path in (weights_a, weights_b):
+        if not os.path.isfile(path):
+            raise SelfplayError(f"weights file not found: {path}")
     try:
         store = GameStore(out_dir)
     except StoreError as exc:

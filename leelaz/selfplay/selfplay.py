@@ -11,6 +11,7 @@ the folder count towards `games`.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -86,6 +87,8 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
     settings = SelfplaySettings.build(SELFPLAY_DEFAULTS, seed=seed, cpu_only=cpu_only,
                                       gpus=gpus, weights=weights, visits=visits, **extra,
                                       **engine_options)
+    if not os.path.isfile(weights):  # before the folder is made: bad input leaves nothing
+        raise SelfplayError(f"weights file not found: {weights}")
     try:
         store = GameStore(out_dir)
     except StoreError as exc:
