@@ -93,49 +93,32 @@ class ReplyStream:
 class _LineQueue:
     """Lines from the reader thread; None marks end of input. Thread-safe, peekable.
 
-    Each line gets an arrival number, so a long command can tell lines that came while it
-    ran from lines that were already waiting when it started (a pipelined script).
     """
 
     def __init__(self):
-        self._lines: collections.deque[tuple[int, str | None]] = collections.deque()
+        self._lines: collections.deque[str | None] = collections.deque()
         self._cond = threading.Condition()
-        self.received = 0  # lines put so far (end of input counts as one)
 
     def put(self, line: str | None) -> None:
         with self._cond:
-            self.received += 1
-            self._lines.append((self.received, line))
+            self._lines.append(line)
             self._cond.notify_all()
 
     def get(self) -> str | None:
         with self._cond:
             while not self._lines:
                 self._cond.wait()
-            entry = self._lines.popleft()
-            if entry[1] is None:
-                self._lines.appendleft(entry)  # end of input stays visible
-            return entry[1]
+            line = self._lines.popleft()
+            if line is None:
+                self._lines.appendleft(line)  # end of input stays visible
+            return line
 
     def pending(self) -> bool:
         return bool(self._lines)
 
-    def any_after(self, arrival: int, predicate: Callable[[str | None], bool]) -> bool:
-        """Whether a waiting line that arrived after `arrival` satisfies predicate (None =
-        end of input); nothing is taken."""
-        with self._cond:
-            return any(n > arrival and predicate(line) for n, line in self._lines)
-
     def wait(self, timeout: float | None) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: bool(self._lines), timeout)
-
-
-def _ends_session(line: str | None) -> bool:
-    if line is None:
-        return True
-    command = parse_line(line)
-    return command is not None and command.name in ("quit", "exit")
 
 
 def _decode(line: bytes | str) -> str:
@@ -168,7 +151,6 @@ class GtpEngine:
         self._hidden: set[str] = set(HIDDEN)
         self._listeners: dict[str, list[Callable[[], None]]] = {}
         self._queue = _LineQueue()
-        self._arrived_before_command = 0  # arrival number of the last line before it ran
         self._stream: ReplyStream | None = None
         self._after: list[Callable[[], None]] = []
         self._quit = False
@@ -244,16 +226,6 @@ class GtpEngine:
         """True when a line is waiting (or stdin is closed): stop searching/pondering."""
         return self._queue.pending()
 
-    def quit_pending(self) -> bool:
-        """A `quit`/`exit` line, or the end of input, arrived while the current command ran.
-
-        Commands run in order, so quit is only answered after the genmove before it; GUIs
-        (Sabaki) kill an engine that has not quit 3 s after asking, so a genmove's search
-        polls this and ends early. A quit that was already waiting when the command started
-        is part of a pipelined script, and the genmove before it keeps its full strength.
-        """
-        return self._queue.any_after(self._arrived_before_command, _ends_session)
-
     def wait_input(self, timeout: float | None = None) -> bool:
         """Block until input_pending() or the timeout; returns input_pending()."""
         return self._queue.wait(timeout)
@@ -318,7 +290,6 @@ class GtpEngine:
         try:
             while not self._quit:
                 line = self._queue.get()
-                self._arrived_before_command = self._queue.received
                 if line is None:
                     self.write_raw("\n")  # Leela Zero prints a newline at end of input
                     break

@@ -86,8 +86,11 @@ class SearchCommands:
         if stream is not None and tags is not None and tags.interval_cs:
             def on_progress(result):
                 stream.write(format_info_line(result, tags.min_moves))
+        # No should_stop: a genmove always gets its full search, as in Leela Zero, whatever
+        # follows it in the input (quit, end of input) and whenever that arrives; scripts and
+        # match runners depend on it. Only pondering and lz-analyze stop on input.
         result = search.think(state, color, nopass=nopass, restrictions=tags,
-                              on_progress=on_progress, should_stop=self.engine.quit_pending,
+                              on_progress=on_progress,
                               progress_interval_cs=tags.interval_cs if tags else 0)
         move = result.move
         if move not in (PASS, RESIGN) and not state.is_legal(color, move):
