@@ -205,13 +205,15 @@ def _optional_module(name: str):
         raise
 
 
-def load_network(cfg: EngineConfig, path: str | None, say):
+def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
+                 prefer: str | None = None):
     """The Network for `path`, or None when there is no path or no network support yet.
 
     Backend: NumPy with --cpu-only; otherwise OpenCL (with several --gpu ids, one backend per
     id splitting each batch), falling back to NumPy (with a message) when no OpenCL device can
-    be used. Raises OSError/ValueError (WeightsError) for a file that cannot be loaded; the
-    caller exits 1.
+    be used. `weights` (already loaded) and `prefer` (device_choice.preferred_backend's
+    answer) come from _start, which needs both before it prints the start-up lines. Raises
+    OSError/ValueError (WeightsError) for a file that cannot be loaded; the caller exits 1.
     """
     if path is None:
         say("No network weights found (no -w, nothing at "
@@ -225,8 +227,9 @@ def load_network(cfg: EngineConfig, path: str | None, say):
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.weights import load_weights, weights_summary
 
-    weights = load_weights(path)
-    say(weights_summary(weights) + "\n")
+    if weights is None:
+        weights = load_weights(path)
+        say(weights_summary(weights) + "\n")
     # The backend is tuned (and its precision chosen) for the batches the search will send.
     batch = search_batch_size(cfg)
     # --cpu-only gives NumPy; otherwise OpenCL on a GPU (on every --gpu id given), or on a CPU
@@ -235,12 +238,36 @@ def load_network(cfg: EngineConfig, path: str | None, say):
     backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
                              precision=cfg.precision, batch_size=batch,
                              tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
-                             log=lambda line: say(line + "\n"))
+                             log=lambda line: say(line + "\n"), prefer=prefer)
     if backend.name == "numpy":
         say("Initializing CPU-only evaluation.\n")
     # The cache starts at the network's default size; lz-setoption re-splits memory later.
     return nnmod.Network(weights, backend, seed=cfg.seed,
                          symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
+
+
+def _read_weights(cfg: EngineConfig, path: str | None):
+    """The NetWeights at `path` (None without a path or network support); raises as
+    load_weights does."""
+    if path is None or _optional_module("leelaz.nn.network") is None:
+        return None
+    from leelaz.backends.weights import load_weights
+    return load_weights(path)
+
+
+def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str]):
+    """(cfg as the search will run, "numpy"/"opencl"/None) before the start-up lines.
+
+    Without --cpu-only and --gpu, device_choice decides (cached, or by racing an OpenCL CPU
+    device against NumPy); when NumPy wins, the engine runs exactly as with --cpu-only: its
+    thread count, its batch policy (search_commands.search_batch_size) and its start-up
+    lines. --tune-only always tunes OpenCL."""
+    if weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only:
+        return cfg, None
+    from leelaz.backends.device_choice import preferred_backend
+    from leelaz.gtp.search_commands import search_batch_size
+    prefer = preferred_backend(weights, search_batch_size(cfg), notes.append)
+    return (cfg.with_(cpu_only=True) if prefer == "numpy" else cfg), prefer
 
 
 def _numpy_version() -> str:
@@ -311,6 +338,17 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     if not cfg.gtp and not cfg.benchmark:
         stdout.write(LICENCE)
         stdout.flush()
+    path = find_weights(cfg)
+    if cfg.weights is not None and not os.path.isfile(cfg.weights):
+        stderr.write(f"Could not open weights file: {cfg.weights}\n")
+        return 1
+    try:
+        weights = _read_weights(cfg, path)
+    except (OSError, ValueError) as exc:
+        stderr.write(f"ERROR: {exc}\n")
+        return 1
+    notes: list[str] = []
+    cfg, prefer = _choose_search_backend(cfg, weights, notes)
     try:
         threads, batch = resolve_threads(cfg)
     except ValueError as exc:
@@ -321,15 +359,16 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     say(f"Using {threads} thread(s).\n")
     say(f"RNG seed: {cfg.seed}\n")
     say(f"BLAS Core: NumPy {_numpy_version()}.\n")  # GoReviewPartner waits for this line
-    path = find_weights(cfg)
-    if cfg.weights is not None and not os.path.isfile(cfg.weights):
-        stderr.write(f"Could not open weights file: {cfg.weights}\n")
-        return 1
-    try:
-        network = load_network(cfg, path, say)
-    except (OSError, ValueError) as exc:
-        stderr.write(f"ERROR: {exc}\n")
-        return 1
+    if weights is not None:
+        from leelaz.backends.weights import weights_summary
+        say(weights_summary(weights) + "\n")
+    for line in notes:
+        say(line + "\n")
+    network = load_network(cfg, path, say, weights=weights, prefer=prefer)
+    if network is not None and network.backend.name == "numpy" and not cfg.cpu_only:
+        # OpenCL failed after all (the line before says why): search as with --cpu-only.
+        cfg = cfg.with_(cpu_only=True)
+        say(f"Using {resolve_threads(cfg)[0]} thread(s).\n")
     if cfg.benchmark:
         return benchmark(cfg, network, stdout, stderr, log, path)
     if cfg.tune_only:

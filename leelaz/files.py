@@ -12,7 +12,16 @@ import gzip
 import os
 import tempfile
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Iterator
+
+
+def user_data_dir() -> Path:
+    """leelaz's folder for caches it keeps between runs (tuning, the backend choice):
+    $XDG_DATA_HOME/leelaz, else ~/.local/share/leelaz. Not created here."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                            "share")
+    return Path(base) / "leelaz"
 
 
 @contextmanager

@@ -185,7 +185,8 @@ def test_chooser_falls_back_to_numpy_without_opencl(random_weights, tmp_path):
     empty.mkdir()
     # pyopencl's wheel always adds its bundled PoCL ICD to the list; POCL_DEVICES hides that
     # PoCL's devices too, so the process sees no OpenCL device at all.
-    env = dict(os.environ, OCL_ICD_VENDORS=str(empty), POCL_DEVICES="none")
+    env = dict(os.environ, OCL_ICD_VENDORS=str(empty), POCL_DEVICES="none",
+               XDG_DATA_HOME=str(tmp_path / "xdg"))
     code = ("from leelaz.backends.weights import load_weights\n"
             "from leelaz.backends.device_choice import choose_backend\n"
             f"b = choose_backend(load_weights({path!r}))\n"

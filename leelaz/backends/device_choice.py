@@ -2,14 +2,17 @@
 
 Owns: OpenCL device enumeration and numbering (`list_devices`, the ids --gpu takes), the
 choice of one device by id or speed (`pick_device`), and the policy. --cpu-only gives NumPy.
-Otherwise OpenCL on the --gpu ID given, else on the fastest GPU; with no GPU, a CPU OpenCL device is used only if it beats NumPy on a timed batch.
+Otherwise OpenCL on the --gpu ID given, else on the fastest GPU; with no GPU, a CPU OpenCL device
+is used only if it beats NumPy on a timed batch (`preferred_backend`; its answer is cached per
+machine, drivers and width: choice_cache).
 Several --gpu ids (as Leela Zero 0.17 takes them): one OpenCL backend per id, in the order
 given, wrapped in a MultiDeviceBackend that splits each batch across them; a repeated id reuses
 the first one's precision and tuning. Any failure (no platform, no device or a bad id, a build
 error) falls back to NumPy with a one-line reason on stderr; Leela Zero's own start-up lines
 (platform, device, precision; once per id) come from the OpenCL backend.
-Imports: backends (registry), backends.base, backends.multi_device, numpy, stdlib; pyopencl
-only inside the functions that need it, so a machine without it still starts.
+Imports: backends (registry), backends.base, backends.multi_device, backends.choice_cache,
+numpy, stdlib; pyopencl only inside the functions that need it, so a machine without it still
+starts (and a start the cache answers never pays for importing it).
 """
 
 from __future__ import annotations
@@ -92,8 +95,13 @@ def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> f
 
 def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] | None = None,
                    precision: str = "auto", batch_size: int = 8, tune: str = "fast",
-                   quiet: bool = False, selfcheck: float = 0.0, log=None) -> Backend:
-    """The backend to use, per the policy in the module docstring. Never raises for OpenCL."""
+                   quiet: bool = False, selfcheck: float = 0.0, log=None,
+                   prefer: str | None = None) -> Backend:
+    """The backend to use, per the policy in the module docstring. Never raises for OpenCL.
+
+    `prefer` ("numpy" or "opencl") is preferred_backend's answer when the caller already has
+    it (the composition root asks first, to print the start-up lines of the backend that
+    will run); without it, and without --gpu, preferred_backend is asked here."""
     def say(line: str) -> None:
         if log is not None:
             log(line)
@@ -102,34 +110,77 @@ def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] 
 
     if cpu_only:
         return create_backend("numpy", weights)
+    if not gpus:
+        prefer = prefer or preferred_backend(weights, batch_size, say)
+        if prefer == "numpy":
+            return create_backend("numpy", weights)
     try:
         if gpus and len(gpus) > 1:
             return _one_per_id(weights, gpus, precision=precision, batch_size=batch_size,
                                tune=tune, quiet=quiet, selfcheck=selfcheck)
-        backend = create_backend("opencl", weights, gpus=gpus, precision=precision,
-                                 batch_size=batch_size, tune=tune, quiet=quiet,
-                                 selfcheck=selfcheck)
+        return create_backend("opencl", weights, gpus=gpus, precision=precision,
+                              batch_size=batch_size, tune=tune, quiet=quiet,
+                              selfcheck=selfcheck)
     except (BackendUnavailable, ImportError) as e:
         say(f"OpenCL unavailable ({_one_line(e)}); using the NumPy backend.")
         return create_backend("numpy", weights)
-    if gpus or _is_gpu(backend):
-        return backend
-    # A CPU device: race it against NumPy on a one-block copy of the network (same width,
-    # same heads), so that the check costs about one block's time whatever the depth.
-    probe = replace(weights, tower=weights.tower[:1])
-    probe_cl = create_backend("opencl", probe, device=backend.device, precision="single",
-                              batch_size=batch_size, tune="none", quiet=True)
+
+
+def preferred_backend(weights: NetWeights, batch_size: int, say,
+                      use_cache: bool = True) -> str:
+    """"opencl" or "numpy" for a start without --cpu-only and --gpu: OpenCL when the best
+    device is a GPU, or a CPU device that beats NumPy on a timed batch; NumPy when it does
+    not or OpenCL is unavailable. The answer (and the timings) are cached per machine,
+    OpenCL drivers and network width (backends.choice_cache); `say` gets one line either way.
+    """
+    from leelaz.backends import choice_cache
+
+    width = weights.filters
+    choice = choice_cache.lookup(width, batch_size, say) if use_cache else None
+    if choice is not None:
+        say(_describe(choice, batch_size) + f" (measured before; {choice_cache.cache_path()})")
+        return choice["backend"]
+    choice = _measure(weights, batch_size)
+    say(_describe(choice, batch_size) + ".")
+    if use_cache:
+        choice_cache.store(width, batch_size, choice, say)
+    return choice["backend"]
+
+
+def _measure(weights: NetWeights, batch_size: int) -> dict:
+    """The choice and why: {"backend", "device", "why", "opencl_ms", "numpy_ms"}."""
+    try:
+        device = pick_device()
+        name = device.name.strip()
+        if _is_gpu(device):
+            return {"backend": "opencl", "device": name, "why": "gpu"}
+        # A CPU device: race it against NumPy on a one-block copy of the network (same
+        # width, same heads), so that the check costs about one block's time whatever the
+        # depth.
+        probe = replace(weights, tower=weights.tower[:1])
+        probe_cl = create_backend("opencl", probe, device=device, precision="single",
+                                  batch_size=batch_size, tune="none", quiet=True)
+    except (BackendUnavailable, ImportError) as e:
+        return {"backend": "numpy", "why": "unavailable", "reason": _one_line(e)}
     planes = np.random.default_rng(1).integers(0, 2, (batch_size, INPUT_CHANNELS, 19, 19))
     planes = planes.astype(np.float32)
     t_cl = _seconds_per_batch(probe_cl, planes)
     t_np = _seconds_per_batch(create_backend("numpy", probe), planes)
-    if t_cl < t_np:
-        say(f"OpenCL CPU device {backend.device.name.strip()}: {t_cl * 1e3:.1f} ms per batch "
-            f"of {batch_size} (one block), NumPy {t_np * 1e3:.1f} ms; using OpenCL.")
-        return backend
-    say(f"OpenCL CPU device is slower than NumPy ({t_cl * 1e3:.1f} ms against "
-        f"{t_np * 1e3:.1f} ms per batch of {batch_size}, one block); using the NumPy backend.")
-    return create_backend("numpy", weights)
+    return {"backend": "opencl" if t_cl < t_np else "numpy", "device": name, "why": "race",
+            "opencl_ms": round(t_cl * 1e3, 1), "numpy_ms": round(t_np * 1e3, 1)}
+
+
+def _describe(choice: dict, batch_size: int) -> str:
+    """One line for the start-up messages."""
+    if choice.get("why") == "unavailable":
+        return f"OpenCL unavailable ({choice.get('reason', '?')}); using the NumPy backend"
+    if choice.get("why") == "gpu":
+        return f"OpenCL GPU {choice.get('device', '?')}; using OpenCL"
+    timing = (f"{choice.get('opencl_ms', '?')} ms against {choice.get('numpy_ms', '?')} ms "
+              f"per batch of {batch_size}, one block")
+    if choice["backend"] == "opencl":
+        return f"OpenCL CPU device {choice.get('device', '?')} beats NumPy ({timing}); using OpenCL"
+    return f"OpenCL CPU device is slower than NumPy ({timing}); using the NumPy backend"
 
 
 def _one_per_id(weights: NetWeights, gpus: list[int], precision: str, tune: str,
@@ -154,10 +205,10 @@ def _one_per_id(weights: NetWeights, gpus: list[int], precision: str, tune: str,
     return MultiDeviceBackend(parts)
 
 
-def _is_gpu(backend) -> bool:
+def _is_gpu(device) -> bool:
     import pyopencl as cl
 
-    return bool(backend.device.type & cl.device_type.GPU)
+    return bool(device.type & cl.device_type.GPU)
 
 
 def _one_line(e: Exception) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from leelaz.backends.cl_program import build_program, kernels, round_up
-from leelaz.files import write_text_atomic
+from leelaz.files import user_data_dir, write_text_atomic
 
 TUNER_VERSION = 2
 
@@ -126,9 +126,7 @@ def full_candidates() -> list[GemmParams]:
 
 
 def cache_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                            "share")
-    return Path(base) / "leelaz" / "opencl_tuning.json"
+    return user_data_dir() / "opencl_tuning.json"
 
 
 def cache_key(device: cl.Device, half: bool, k: int, c: int, batch: int) -> str:

@@ -1,0 +1,153 @@
+"""The backend a start without --cpu-only chooses, its cache, and what follows from it.
+
+When NumPy is chosen (no OpenCL, or an OpenCL CPU device that loses the race), the engine
+must search exactly as with --cpu-only (same threads, same batch policy, same visits) and
+say so in its start-up lines; the choice is cached per machine, drivers and network width so
+later starts skip the race; a stale, damaged or unwritable cache costs one line, never a
+failure.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+
+import pytest
+
+from leelaz.cli import run
+
+
+@pytest.fixture
+def data_home(tmp_path, monkeypatch):
+    """A private user data folder (the choice cache and the tuner's cache live there)."""
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    return home
+
+
+def _session(argv, script):
+    out, err = io.StringIO(), io.StringIO()
+    code = run(argv, stdin=io.StringIO(script), stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    return out.getvalue(), err.getvalue()
+
+
+def _stats(err: str) -> list[str]:
+    return [line for line in err.splitlines() if " -> " in line or " visits, " in line]
+
+
+GENMOVE = "play b Q16\nplay w D4\ngenmove b\n"
+
+
+def _write_choice(backend: str, width: int, batch: int):
+    from leelaz.backends import choice_cache
+    choice_cache.store(width, batch, {"backend": backend, "why": "race", "device": "test",
+                                      "opencl_ms": 9.0, "numpy_ms": 1.0}, lambda line: None)
+
+
+def test_a_numpy_choice_searches_and_speaks_like_cpu_only(random_weights, data_home):
+    """A cached "NumPy wins" (as PoCL here): same stats as --cpu-only, no OpenCL lines."""
+    from leelaz.gtp.search_commands import DEFAULT_OPENCL_SEARCH_BATCH
+    net = random_weights(2, 16)
+    _write_choice("numpy", 16, DEFAULT_OPENCL_SEARCH_BATCH)
+    base = ["-g", "--noponder", "-v", "200", "-s", "7", "-w", net]
+    _, err_cpu = _session(base + ["--cpu-only"], GENMOVE)
+    out, err = _session(base, GENMOVE)
+    assert out.startswith("= \n\n= \n\n= ")
+    assert _stats(err) == _stats(err_cpu) and "200 visits" in err
+    assert "Using OpenCL batch size" not in err
+    threads = re.findall(r"^Using \d+ thread\(s\)\.$", err_cpu, re.M)
+    assert re.findall(r"^Using \d+ thread\(s\)\.$", err, re.M) == threads
+    assert "using the NumPy backend (measured before" in err
+
+
+def test_without_opencl_a_start_searches_like_cpu_only(random_weights, data_home,
+                                                         tmp_path, monkeypatch):
+    """No OpenCL device at all (the race is never run): NumPy, searching as --cpu-only."""
+    empty = tmp_path / "icd"
+    empty.mkdir()
+    # pyopencl's wheel adds its bundled PoCL; POCL_DEVICES hides PoCL's devices too.
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(empty))
+    monkeypatch.setenv("POCL_DEVICES", "none")
+    net = random_weights(1, 8)
+    base = ["-g", "--noponder", "-v", "100", "-s", "3", "-w", net]
+    _, err_cpu = _session(base + ["--cpu-only"], GENMOVE)
+    _, err = _session(base, GENMOVE)
+    assert _stats(err) == _stats(err_cpu) and "100 visits" in err
+    assert "Using OpenCL batch size" not in err
+
+
+def test_the_choice_is_measured_once_then_read(random_weights, data_home, monkeypatch):
+    from leelaz.backends import choice_cache, device_choice
+    from leelaz.backends.weights import load_weights
+
+    calls = []
+
+    def measure(weights, batch):
+        calls.append(batch)
+        return {"backend": "numpy", "why": "race", "device": "X", "opencl_ms": 5.0,
+                "numpy_ms": 2.0}
+
+    monkeypatch.setattr(device_choice, "_measure", measure)
+    weights = load_weights(random_weights(1, 8))
+    lines: list[str] = []
+    assert device_choice.preferred_backend(weights, 32, lines.append) == "numpy"
+    assert device_choice.preferred_backend(weights, 32, lines.append) == "numpy"
+    assert calls == [32] and len(lines) == 2 and "measured before" in lines[1]
+    saved = json.loads(choice_cache.cache_path().read_text())
+    assert [e["numpy_ms"] for e in saved.values()] == [2.0]
+    # another width is another entry (the race times one block of that width)
+    device_choice.preferred_backend(load_weights(random_weights(1, 16)), 32, lines.append)
+    assert calls == [32, 32] and len(json.loads(choice_cache.cache_path().read_text())) == 2
+    # new drivers: stale, measured again, with a line saying so
+    monkeypatch.setattr(choice_cache, "drivers_id", lambda: "other")
+    lines.clear()
+    device_choice.preferred_backend(weights, 32, lines.append)
+    assert calls == [32, 32, 32] and "drivers changed" in lines[0] and len(lines) == 2
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory", "entry"])
+def test_a_damaged_cache_costs_one_line(random_weights, data_home, monkeypatch, damage):
+    from leelaz.backends import choice_cache, device_choice
+    from leelaz.backends.weights import load_weights
+
+    monkeypatch.setattr(device_choice, "_measure", lambda w, b: {"backend": "numpy",
+                                                                  "why": "unavailable",
+                                                                  "reason": "test"})
+    path = choice_cache.cache_path()
+    path.parent.mkdir(parents=True)
+    if damage == "garbage":
+        path.write_bytes(b"\x00{not json")
+    elif damage == "directory":
+        path.mkdir()
+    else:
+        path.write_text(json.dumps({choice_cache._key(8, 32): {"backend": 7}}))
+    lines: list[str] = []
+    weights = load_weights(random_weights(1, 8))
+    assert device_choice.preferred_backend(weights, 32, lines.append) == "numpy"
+    assert len(lines) == 2 + (damage == "directory"), lines  # reason, choice[, not saved]
+    assert str(path) in lines[0]
+
+
+def test_a_read_only_data_folder_costs_one_line(random_weights, tmp_path, monkeypatch):
+    """The cache cannot be written (the home is read-only; as root, a file where the folder
+    should be stands in for that): the engine starts, says so once, and measures again."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_DATA_HOME", str(blocker))
+    if os.geteuid() != 0:  # a really read-only folder as well, where permissions bite
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        monkeypatch.setenv("XDG_DATA_HOME", str(ro))
+    from leelaz.backends import device_choice
+
+    monkeypatch.setattr(device_choice, "_measure", lambda w, b: {"backend": "numpy",
+                                                                  "why": "unavailable",
+                                                                  "reason": "test"})
+    out, err = _session(["-g", "--noponder", "-v", "5", "-w", random_weights(1, 8)],
+                        "genmove b\n")
+    assert out.startswith("= ")
+    assert len(re.findall(r"^Cannot save the backend choice to .* the next start measures "
+                          r"again\.$", err, re.M)) == 1, err
