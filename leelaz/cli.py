@@ -248,11 +248,11 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
 
 def _read_weights(cfg: EngineConfig, path: str | None):
     """The NetWeights at `path` (None without a path or network support); raises as
-    load_weights does."""
+    load_weights does. Parsed networks are cached between starts (backends.weights_cache)."""
     if path is None or _optional_module("leelaz.nn.network") is None:
         return None
     from leelaz.backends.weights import load_weights
-    return load_weights(path)
+    return load_weights(path, cache=True)
 
 
 def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str]):

@@ -19,7 +19,6 @@ falling back to splitting into tokens for the error message when that fails), wh
 
 from __future__ import annotations
 
-import gzip
 import os
 import warnings
 import zlib
@@ -44,28 +43,106 @@ def _fail(source: str, message: str, line: int | None = None) -> WeightsError:
     return WeightsError(f"{where}: {message}")
 
 
-def read_text(path: str) -> bytes:
-    """The file's bytes, gunzipped when it starts with gzip's magic bytes."""
+#: The most text a weights file may hold: a 40x256 network (the largest Leela Zero trained)
+#: is about 0.5 GB of text. A bigger file is refused before it is read whole.
+MAX_TEXT_BYTES = 1 << 30
+#: How much is read first to check the version line before reading the rest.
+HEAD_BYTES = 1 << 16
+
+
+def read_text(path: str, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The file's bytes, gunzipped when it starts with gzip's magic bytes.
+
+    Only a regular file is read; its first line must be a version (1 or 2) before the rest is
+    read, and the (decompressed) text may not exceed `limit`, so a huge or wrong file is
+    refused after reading a few kilobytes, not after filling memory.
+    """
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            if not _is_regular(f):
+                raise _fail(path, "not a regular file")
+            raw = f.read(HEAD_BYTES)
+            gz = raw[:2] == GZIP_MAGIC
+            if not gz and os.fstat(f.fileno()).st_size > limit:
+                raise _fail(path, f"larger than any Leela Zero network ({_mib(limit)} MiB of "
+                            "text at most)")
+            if gz:
+                f.seek(0)
+                return _gunzip_bounded(f, path, limit)
+            _check_head(raw, path)
+            return raw + f.read()
     except FileNotFoundError:
         raise _fail(path, "file not found") from None
     except IsADirectoryError:
         raise _fail(path, "is a directory, not a weights file") from None
     except OSError as e:
         raise _fail(path, f"cannot read: {e.strerror or e}") from None
-    if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise _fail(path, f"corrupt or truncated gzip data ({e})") from None
+
+
+def _is_regular(f) -> bool:
+    import stat
+    return stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+
+
+def _mib(n: int) -> int:
+    return n >> 20
+
+
+def _check_head(head: bytes, source: str) -> None:
+    """Refuse a file whose first line is not a version, from its first bytes alone (the
+    whole text is checked again when parsed)."""
+    _version([head.split(b"\n", 1)[0][:20]], source)
+
+
+def _gunzip_bounded(f, path: str, limit: int) -> bytes:
+    """Decompress gzip data (every member, as gzip does) from f, checking the head first and
+    stopping as soon as the text passes `limit`."""
+    parts: list[bytes] = []
+    total, checked = 0, False
+    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = b""
+    try:
+        while True:
+            if not pending:
+                pending = f.read(1 << 20)
+                if not pending:
+                    break
+            out = decomp.decompress(pending, 1 << 22)
+            pending = decomp.unconsumed_tail
+            total += len(out)
+            if total > limit:
+                raise _fail(path, "decompresses to more than any Leela Zero network "
+                            f"({_mib(limit)} MiB of text at most)")
+            parts.append(out)
+            if not checked and total >= HEAD_BYTES:
+                _check_head(b"".join(parts)[:HEAD_BYTES], path)
+                checked = True
+            if decomp.eof:
+                pending = decomp.unused_data + pending
+                if not pending.strip(b"\0"):
+                    pending = f.read(1 << 20)
+                    if not pending.strip(b"\0"):
+                        break
+                decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)  # another member
+        if not decomp.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker")
+    except (zlib.error, EOFError) as e:
+        raise _fail(path, f"corrupt or truncated gzip data ({e})") from None
+    data = b"".join(parts)
+    if not checked:
+        _check_head(data[:HEAD_BYTES], path)
     return data
 
 
-def load_weights(path: str | os.PathLike) -> NetWeights:
-    """Load a version 1 or 2 Leela Zero weights file (plain text or gzip)."""
+def load_weights(path: str | os.PathLike, cache: bool = False) -> NetWeights:
+    """Load a version 1 or 2 Leela Zero weights file (plain text or gzip).
+
+    With cache, the parsed tensors are kept in the user data folder (weights_cache), keyed by
+    the file's hash: the engine's later starts skip the text parsing."""
     path = os.fspath(path)
+    if cache:
+        from leelaz.backends import weights_cache
+        return weights_cache.load(path)
     return parse_weights(read_text(path), path)
 
 
@@ -149,12 +226,14 @@ def _infer_shape(lines: list[bytes], source: str) -> tuple[int, int]:
     return filters, blocks
 
 
-def parse_weights(data: bytes, source: str = "<weights>") -> NetWeights:
-    """Parse the (already gunzipped) text of a weights file; `source` names it in errors."""
+def parse_tensors(data: bytes, source: str = "<weights>") -> tuple[int, list[np.ndarray]]:
+    """(version, the raw tensor of each line after the version), every line checked: its
+    length against the shape, every value finite in float32, every variance >= 0."""
     lines = _split_lines(data, source)
     version = _version(lines, source)
     filters, blocks = _infer_shape(lines, source)
     sizes = _expected_sizes(filters, blocks)
+    variances = _variance_lines(blocks)
     tensors = []
     for i, (line, size) in enumerate(zip(lines[1:], sizes)):
         number = i + 2
@@ -168,8 +247,40 @@ def parse_weights(data: bytes, source: str = "<weights>") -> NetWeights:
             raise _fail(source, f"Inconsistent number of weights in the file: {values.size} "
                         f"values, expected {size} for {blocks} blocks x {filters} filters.",
                         number)
+        _check_values(values, line, source, number, variance=i in variances)
         tensors.append(values)
-    return _assemble(tensors, version, filters, blocks, source)
+    return version, tensors
+
+
+def parse_weights(data: bytes, source: str = "<weights>") -> NetWeights:
+    """Parse the (already gunzipped) text of a weights file; `source` names it in errors."""
+    version, tensors = parse_tensors(data, source)
+    return assemble(tensors, version, source)
+
+
+def _variance_lines(blocks: int) -> set[int]:
+    """Indexes (in the tensors after the version line) of the batch-norm variance lines:
+    the 4th line of each conv (input, 2 per block, policy, value)."""
+    convs = 1 + 2 * blocks
+    starts = [4 * c for c in range(convs)] + [4 * convs, 4 * convs + 6]
+    return {start + 3 for start in starts}
+
+
+def _check_values(values: np.ndarray, line: bytes, source: str, number: int,
+                  variance: bool) -> None:
+    """nan, inf or a value beyond float32 (it reads as inf) would make the network answer
+    nan; a negative variance makes its scale nan. Refuse them, naming the token."""
+    if values.size == 0:
+        return
+    finite = np.isfinite(values)
+    if not finite.all():
+        token = line.split()[int(np.argmin(finite))]
+        raise _fail(source, f"{token[:30].decode('utf-8', 'replace')!r} is not a finite "
+                    "float32 number (nan, inf or out of range).", number)
+    if variance and (values < 0).any():
+        token = line.split()[int(np.argmax(values < 0))]
+        raise _fail(source, f"negative batch-norm variance {token[:30].decode('utf-8', 'replace')}"
+                    ".", number)
 
 
 def _conv(tensors: list[np.ndarray], out_c: int, in_c: int, k: int) -> ConvBN:
@@ -180,8 +291,10 @@ def _conv(tensors: list[np.ndarray], out_c: int, in_c: int, k: int) -> ConvBN:
                   scale=scale)
 
 
-def _assemble(tensors: list[np.ndarray], version: int, f: int, blocks: int,
-              source: str) -> NetWeights:
+def assemble(tensors: list[np.ndarray], version: int, source: str) -> NetWeights:
+    """NetWeights from parse_tensors' checked tensors (filters and blocks follow from them)."""
+    f = tensors[1].size
+    blocks = (len(tensors) + 1 - FIXED_LINES) // LINES_PER_BLOCK
     tensors = list(tensors)
     input_conv = _conv(tensors, f, INPUT_CHANNELS, 3)
     tower = [(_conv(tensors, f, f, 3), _conv(tensors, f, f, 3)) for _ in range(blocks)]
