@@ -15,6 +15,7 @@ Differences from Leela Zero, on purpose:
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -160,7 +161,11 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
 # ---- start-up -----------------------------------------------------------------------------
 
 class Diagnostics:
-    """Start-up messages: stderr and the log, unless quiet (Leela Zero's myprintf)."""
+    """Start-up messages: stderr and the log, unless quiet (Leela Zero's myprintf).
+
+    Neither may stop the start: a closed stderr is given up silently, a log that fails (a
+    full disk) is closed with one line on stderr and `self.log` becomes None, which the
+    caller then hands to the engine."""
 
     def __init__(self, cfg: EngineConfig, err, log):
         self.cfg, self.err, self.log = cfg, err, log
@@ -168,10 +173,47 @@ class Diagnostics:
     def __call__(self, text: str) -> None:
         if self.cfg.quiet:
             return
-        for stream in (self.err, self.log):
-            if stream is not None:
-                stream.write(text)
-                stream.flush()
+        self._to_stderr(text)
+        if self.log is not None:
+            try:
+                self.log.write(text)
+                self.log.flush()
+            except (OSError, ValueError) as exc:
+                log, self.log = self.log, None
+                self._to_stderr(f"Cannot write the log file {getattr(log, 'name', '')} "
+                                f"({getattr(exc, 'strerror', None) or _one_line(exc)}); "
+                                "logging stopped.\n")
+
+    def _to_stderr(self, text: str) -> None:
+        if self.err is None:
+            return
+        try:
+            self.err.write(text)
+            self.err.flush()
+        except (OSError, ValueError):
+            self.err = None
+
+
+def open_log(path: str, stderr):
+    """-l FILE, appended to as Leela Zero does; None (with one line) when it cannot be
+    opened. A FIFO with no reader is not waited for (opening it would block the start)."""
+    try:
+        log = open(path, "a", encoding="utf-8", errors="backslashreplace",
+                   opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK, 0o666))
+    except OSError as exc:
+        reason = "a FIFO with no reader" if exc.errno == errno.ENXIO else exc.strerror
+        _safe_write(stderr, f"Cannot open the log file {path} ({reason}); not logging.\n")
+        return None
+    os.set_blocking(log.fileno(), True)
+    return log
+
+
+def _safe_write(stream, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def find_weights(cfg: EngineConfig) -> str | None:
@@ -319,18 +361,17 @@ def run(argv: list[str], stdin=None, stdout=None, stderr=None) -> int:
         return 0
     log = None
     if cfg.logfile:
-        try:
-            log = open(cfg.logfile, "a", encoding="utf-8", errors="backslashreplace")
-        except OSError as exc:
-            stderr.write(f"ERROR: cannot open log file {cfg.logfile}: {exc.strerror}\n")
-            return 1
-        if not cfg.quiet:
-            stderr.write(f"Logging to {cfg.logfile}.\n")
+        log = open_log(cfg.logfile, stderr)
+        if log is not None and not cfg.quiet:
+            _safe_write(stderr, f"Logging to {cfg.logfile}.\n")
     try:
         return _start(cfg, stdin, stdout, stderr, log)
     finally:
         if log is not None:
-            log.close()
+            try:
+                log.close()
+            except OSError:
+                pass
 
 
 def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
@@ -369,6 +410,7 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         # OpenCL failed after all (the line before says why): search as with --cpu-only.
         cfg = cfg.with_(cpu_only=True)
         say(f"Using {resolve_threads(cfg)[0]} thread(s).\n")
+    log = say.log  # None if it failed during the start
     if cfg.benchmark:
         return benchmark(cfg, network, stdout, stderr, log, path)
     if cfg.tune_only:
@@ -415,9 +457,13 @@ def main(argv: list[str] | None = None) -> None:
         code = run(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:
         code = 130
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
-        # The client closed our stdout: don't let the interpreter's final flush complain.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            # The client closed it: don't let the interpreter's final flush complain.
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            except (OSError, ValueError):
+                pass
     sys.exit(code)

@@ -41,3 +41,89 @@ def test_a_missing_folder_is_an_error_not_a_partial_file(tmp_path):
     with pytest.raises(OSError):
         write_text_atomic(tmp_path / "no" / "such" / "x.sgf", "x")
     assert not (tmp_path / "no").exists()
+
+
+# ---- what the user named stays what it was (issue 13) ------------------------------------------
+
+def test_a_symlink_is_written_through(tmp_path):
+    real = tmp_path / "real.sgf"
+    real.write_text("old")
+    link = tmp_path / "link.sgf"
+    link.symlink_to(real)
+    write_text_atomic(link, "new")
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["link.sgf", "real.sgf"]
+
+
+def test_the_mode_of_an_existing_file_is_kept_and_a_new_one_follows_the_umask(tmp_path):
+    private = tmp_path / "private.sgf"
+    private.write_text("old")
+    private.chmod(0o600)
+    write_text_atomic(private, "new")
+    assert (private.stat().st_mode & 0o777) == 0o600 and private.read_text() == "new"
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(tmp_path / "fresh.sgf", "x")
+    finally:
+        os.umask(old)
+    assert ((tmp_path / "fresh.sgf").stat().st_mode & 0o777) == 0o640
+
+
+def test_hard_links_are_kept(tmp_path):
+    a = tmp_path / "a.gz"
+    a.write_bytes(b"old data, longer than the new")
+    b = tmp_path / "b.gz"
+    os.link(a, b)
+    write_gzip_atomic(a, b"new")
+    assert a.stat().st_ino == b.stat().st_ino and a.stat().st_nlink == 2
+    assert gzip.decompress(b.read_bytes()) == b"new"
+    assert sorted(os.listdir(tmp_path)) == ["a.gz", "b.gz"]
+
+
+def test_device_nodes_fifos_and_folders_are_refused(tmp_path):
+    from leelaz.files import NotRegularFile
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "null-link"
+    link.symlink_to("/dev/null")
+    for target in (fifo, "/dev/null", link, tmp_path):
+        with pytest.raises(NotRegularFile):
+            write_text_atomic(target, "x")
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    import stat
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["null-link", "pipe"]
+
+
+def test_stale_temporaries_are_found_by_pattern(tmp_path):
+    from leelaz.files import stale_temporaries
+
+    (tmp_path / ".out.3.gz.k2j4h5.tmp").write_bytes(b"half")
+    (tmp_path / ".other.1.gz.aaaa.tmp").write_bytes(b"half")
+    (tmp_path / "out.2.gz").write_bytes(b"")
+    assert stale_temporaries(tmp_path / "out.*.gz") == [str(tmp_path / ".out.3.gz.k2j4h5.tmp")]
+
+
+def test_bounded_reading(tmp_path):
+    from leelaz.files import FileTooLarge, NotRegularFile, read_bounded
+
+    with pytest.raises(NotRegularFile):
+        read_bounded("/dev/zero", 1 << 20)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile):  # no writer: opening must not block
+        read_bounded(fifo, 1 << 20)
+    bomb = tmp_path / "bomb.gz"
+    bomb.write_bytes(gzip.compress(b"(" * (8 << 20)))
+    with pytest.raises(FileTooLarge):
+        read_bounded(bomb, 1 << 20)
+    assert read_bounded(bomb, 9 << 20) == b"(" * (8 << 20)
+    big = tmp_path / "big.sgf"
+    big.write_bytes(b";" * 5000)
+    with pytest.raises(FileTooLarge):
+        read_bounded(big, 4096)
+    with pytest.raises(ValueError):
+        (tmp_path / "cut.gz").write_bytes(gzip.compress(b"abc" * 1000)[:-12])
+        read_bounded(tmp_path / "cut.gz", 1 << 20)

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import os
 import warnings
-import zlib
 
 import numpy as np
 
+from leelaz.files import FileTooLarge, NotRegularFile, gunzip_bounded, open_regular
 from leelaz.backends.base import (BN_EPSILON, BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
                                   VALUE_HIDDEN, ConvBN, NetWeights)
 
@@ -58,80 +58,37 @@ def read_text(path: str, limit: int = MAX_TEXT_BYTES) -> bytes:
     refused after reading a few kilobytes, not after filling memory.
     """
     try:
-        with open(path, "rb") as f:
-            if not _is_regular(f):
-                raise _fail(path, "not a regular file")
-            raw = f.read(HEAD_BYTES)
-            gz = raw[:2] == GZIP_MAGIC
-            if not gz and os.fstat(f.fileno()).st_size > limit:
-                raise _fail(path, f"larger than any Leela Zero network ({_mib(limit)} MiB of "
-                            "text at most)")
-            if gz:
+        with open_regular(path) as f:
+            head = f.read(HEAD_BYTES)
+            if head[:2] == GZIP_MAGIC:
                 f.seek(0)
-                return _gunzip_bounded(f, path, limit)
-            _check_head(raw, path)
-            return raw + f.read()
+                return gunzip_bounded(f, limit, path, lambda h: _check_head(h, path),
+                                      HEAD_BYTES)
+            if os.fstat(f.fileno()).st_size > limit:
+                raise FileTooLarge(path, limit)
+            _check_head(head, path)
+            return head + f.read()
     except FileNotFoundError:
         raise _fail(path, "file not found") from None
     except IsADirectoryError:
         raise _fail(path, "is a directory, not a weights file") from None
+    except FileTooLarge:
+        raise _fail(path, f"larger than any Leela Zero network ({limit >> 20} MiB of text at "
+                    "most)") from None
+    except NotRegularFile:
+        raise _fail(path, "not a regular file") from None
     except OSError as e:
         raise _fail(path, f"cannot read: {e.strerror or e}") from None
-
-
-def _is_regular(f) -> bool:
-    import stat
-    return stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-
-
-def _mib(n: int) -> int:
-    return n >> 20
+    except ValueError as e:
+        if isinstance(e, WeightsError):
+            raise
+        raise _fail(path, f"corrupt or truncated gzip data ({e})") from None
 
 
 def _check_head(head: bytes, source: str) -> None:
     """Refuse a file whose first line is not a version, from its first bytes alone (the
     whole text is checked again when parsed)."""
     _version([head.split(b"\n", 1)[0][:20]], source)
-
-
-def _gunzip_bounded(f, path: str, limit: int) -> bytes:
-    """Decompress gzip data (every member, as gzip does) from f, checking the head first and
-    stopping as soon as the text passes `limit`."""
-    parts: list[bytes] = []
-    total, checked = 0, False
-    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    pending = b""
-    try:
-        while True:
-            if not pending:
-                pending = f.read(1 << 20)
-                if not pending:
-                    break
-            out = decomp.decompress(pending, 1 << 22)
-            pending = decomp.unconsumed_tail
-            total += len(out)
-            if total > limit:
-                raise _fail(path, "decompresses to more than any Leela Zero network "
-                            f"({_mib(limit)} MiB of text at most)")
-            parts.append(out)
-            if not checked and total >= HEAD_BYTES:
-                _check_head(b"".join(parts)[:HEAD_BYTES], path)
-                checked = True
-            if decomp.eof:
-                pending = decomp.unused_data + pending
-                if not pending.strip(b"\0"):
-                    pending = f.read(1 << 20)
-                    if not pending.strip(b"\0"):
-                        break
-                decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)  # another member
-        if not decomp.eof:
-            raise EOFError("compressed file ended before the end-of-stream marker")
-    except (zlib.error, EOFError) as e:
-        raise _fail(path, f"corrupt or truncated gzip data ({e})") from None
-    data = b"".join(parts)
-    if not checked:
-        _check_head(data[:HEAD_BYTES], path)
-    return data
 
 
 def load_weights(path: str | os.PathLike, cache: bool = False) -> NetWeights:

@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 
 from leelaz.backends.weights import MAX_TEXT_BYTES, assemble, parse_tensors, read_text
-from leelaz.files import atomic_open, user_data_dir
+from leelaz.files import atomic_open, open_regular, user_data_dir
 from leelaz.backends.base import NetWeights
 
 #: Bump when the stored layout changes: older entries are then ignored (and age out).
@@ -52,11 +52,9 @@ def load(path: str) -> NetWeights:
 def _read_raw(path: str) -> bytes:
     """The file's bytes as stored (compressed or not), after read_text's checks on size and
     kind; read_text itself decompresses only when the cache misses."""
-    import stat
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_TEXT_BYTES:
+        with open_regular(path) as f:
+            if os.fstat(f.fileno()).st_size > MAX_TEXT_BYTES:
                 return read_text(path)  # refuses it with the usual message
             return f.read()
     except OSError:

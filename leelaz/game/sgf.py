@@ -5,7 +5,7 @@ Owns: splitting a collection into games the way Leela Zero does, a tolerant pars
 `SgfError` raised for anything malformed, and the printsgf layout (reference §6.6).
 Replaying a game onto a board lives in game/sgf_replay.py, which is the only caller that needs
 GameState; this module knows nothing about boards.
-Imports: stdlib and game.coords only.
+Imports: stdlib, files (bounded reading) and game.coords only.
 
 What is tolerated, because real files do it (as Leela Zero's reader does):
 - text before the first `(` and between games (headers, a byte-order mark, blank lines);
@@ -26,12 +26,12 @@ there is handed to the general token-by-token parser, which also gives error pos
 
 from __future__ import annotations
 
-import gzip
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from leelaz.files import FileTooLarge, NotRegularFile, read_bounded
 from leelaz.game.coords import BLACK, Color, PASS, Vertex, sgf_vertex
 
 
@@ -447,17 +447,29 @@ def _game_lines(text: str) -> list[str] | None:
     return lines
 
 
-def read_text(path: str | Path) -> str:
+#: The most SGF text a collection may hold (dump_supervised, the trainer): a month of 9-dan
+#: tygem games is 14 MB; parsing costs about a hundred times the text in memory.
+COLLECTION_MAX_BYTES = 256 << 20
+#: The most a file for loadsgf may hold (one game; a long one with comments is well under
+#: 1 MB): a 50 MB SGF took 4.8 GB and 34 s, with GTP blocked.
+GAME_MAX_BYTES = 8 << 20
+
+
+def read_text(path: str | Path, limit: int = COLLECTION_MAX_BYTES) -> str:
     """The text of an SGF file, plain or gzip (recognised by its first bytes, not its name).
 
+    Only a regular file is read (a FIFO or /dev/zero is an error, not a hang), and at most
+    `limit` bytes of text, counted after decompression (a gzip bomb stops there).
     UTF-8 is tried first and Latin-1 otherwise, which keeps every ASCII character (all the
     structure of SGF) in place whatever the real encoding. OSError becomes SgfError.
     """
     try:
-        data = Path(path).read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        data = read_bounded(path, limit)
+    except NotRegularFile:
+        raise SgfError(f"{path}: cannot read: not a regular file") from None
+    except FileTooLarge:
+        raise SgfError(f"{path}: cannot read: more than {limit >> 20} MiB of SGF text") from None
+    except (OSError, ValueError) as exc:
         raise SgfError(f"{path}: cannot read: {exc}") from exc
     try:
         return data.decode("utf-8")
@@ -470,9 +482,9 @@ def read_file(path: str | Path) -> list[SgfGame]:
     return parse_collection(read_text(path), str(path))
 
 
-def read_first_game(path: str | Path) -> SgfGame:
+def read_first_game(path: str | Path, limit: int = GAME_MAX_BYTES) -> SgfGame:
     """Game 0 of a file, as loadsgf uses it; the other games are not parsed."""
-    text = read_text(path)
+    text = read_text(path, limit)
     games = split_games(text)
     if not games:
         raise SgfError(f"{path}: no SGF game found")

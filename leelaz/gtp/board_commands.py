@@ -285,7 +285,9 @@ class BoardCommands:
             movenum = 999
         try:
             new_state = state_from_sgf(cmd.args[0], movenum)
-        except (OSError, ValueError, UnicodeError, RecursionError, IndexError):
+        except (OSError, ValueError, UnicodeError, RecursionError, IndexError) as exc:
+            if "cannot read" in str(exc):  # too big, not a regular file: say why on stderr
+                self.engine.diag(f"{exc}\n")
             raise GtpError("cannot load file") from None
         self.engine.session.state = new_state
         self.engine.notify("loadsgf")

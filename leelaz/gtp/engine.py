@@ -191,18 +191,43 @@ class GtpEngine:
     def write_raw(self, text: str) -> None:
         """Text to stdout as it is, flushed (and logged)."""
         _write(self.out, text)
-        if self.log is not None:
-            _write(self.log, text)
+        self._to_log(text)
 
     def diag(self, text: str) -> None:
         """Diagnostic text to stderr and the log, unless quiet. Add the newline yourself."""
         if self.config.quiet:
             return
-        _write(self.err, text)
-        if self.log is not None:
-            _write(self.log, text)
+        self._to_stderr(text)
+        self._to_log(text)
 
     show = diag
+
+    def _to_stderr(self, text: str) -> None:
+        """stderr is only for people: a client that closed it (or a full pipe device) must
+        not stop the engine, nor lose a pending reply. Writing stops after the first failure."""
+        if self.err is None:
+            return
+        try:
+            _write(self.err, text)
+        except (OSError, ValueError):
+            self.err = None
+
+    def _to_log(self, text: str) -> None:
+        """-l: a log that fails (a full disk) is closed with one line on stderr; the engine
+        goes on without it."""
+        if self.log is None:
+            return
+        try:
+            _write(self.log, text)
+        except (OSError, ValueError) as exc:
+            log, self.log = self.log, None
+            reason = getattr(exc, "strerror", None) or _one_line(exc)
+            self._to_stderr(f"Cannot write the log file {getattr(log, 'name', '')} ({reason}); "
+                            "logging stopped.\n")
+            try:
+                log.close()
+            except (OSError, ValueError):
+                pass
 
     def stream_reply(self, cmd: Command) -> ReplyStream:
         """Start a streamed reply for cmd (see the module docstring)."""
@@ -245,21 +270,29 @@ class GtpEngine:
         return thread
 
     def _read_fd(self, fd: int) -> None:
-        pending = b""
+        # Linear in the line's length: a long line is kept as a list of pieces and joined
+        # once (appending to one bytes object and splitting it again at every read made a
+        # 64 MB line take 30 s).
+        pieces: list[bytes] = []
         try:
             while True:
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     break
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    self._queue.put(_decode(line + b"\n"))
+                start = 0
+                end = chunk.find(b"\n") + 1
+                while end:
+                    pieces.append(chunk[start:end])
+                    self._queue.put(_decode(b"".join(pieces)))
+                    pieces, start = [], end
+                    end = chunk.find(b"\n", start) + 1
+                if start < len(chunk):
+                    pieces.append(chunk[start:])
         except (OSError, ValueError):
             pass
         finally:
-            if pending:
-                self._queue.put(_decode(pending))
+            if pieces:
+                self._queue.put(_decode(b"".join(pieces)))
             self._queue.put(None)
 
     def _read_lines(self, source) -> None:
@@ -293,8 +326,7 @@ class GtpEngine:
                 if line is None:
                     self.write_raw("\n")  # Leela Zero prints a newline at end of input
                     break
-                if self.log is not None:
-                    _write(self.log, ">>" + line.rstrip("\r\n") + "\n")
+                self._to_log(">>" + line.rstrip("\r\n") + "\n")
                 cmd = parse_line(line)
                 if cmd is None:
                     continue
@@ -322,10 +354,10 @@ class GtpEngine:
             raise
         except Exception as exc:  # a bug: report it, keep serving
             ok, text = False, "internal error: " + _one_line(exc)
-            _write(self.err, traceback.format_exc())
+            self._to_stderr(traceback.format_exc())
         if self._stream is not None:
             if not ok:
-                _write(self.err, f"error after the reply started: {text}\n")
+                self._to_stderr(f"error after the reply started: {text}\n")
             self._stream.close()
         else:
             self.write_raw(serialize(ok, cmd.id, text))
@@ -339,7 +371,7 @@ class GtpEngine:
             except BrokenPipeError:
                 raise
             except Exception:
-                _write(self.err, traceback.format_exc())
+                self._to_stderr(traceback.format_exc())
 
 
 def _fileno(stream) -> int | None:

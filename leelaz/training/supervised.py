@@ -199,6 +199,8 @@ def dump_supervised(sgf_path: str, out_prefix: str, log: Callable[[str], None] =
     docstring). Every message goes to `log`; `progress(1)` is called after each game (for a
     progress bar). Returns the statistics; the chunks are complete on return."""
     games = read_games(sgf_path)
+    _remove_stale_temporaries(out_prefix, log)
+    earlier = _existing_chunks(out_prefix)
     stats = DumpStats(games_in_file=len(games))
     log(f"Total games in file: {len(games)}")
     random.Random(seed).shuffle(games)
@@ -220,7 +222,46 @@ def dump_supervised(sgf_path: str, out_prefix: str, log: Callable[[str], None] =
     stats.chunks = writer.close()
     stats.games_dumped, stats.positions = writer.games, writer.positions
     log(f"Dumped {writer.positions} training positions.")
+    left = sorted(set(earlier) - set(stats.chunks), key=_chunk_number)
+    if left:
+        log(f"{len(left)} chunk file(s) from an earlier run remain beside this run's "
+            f"{len(stats.chunks)}: {_span(left)}; they are not part of this dump.")
     return stats
+
+
+def _remove_stale_temporaries(out_prefix: str, log: Callable[[str], None]) -> None:
+    """A dump killed mid-write (SIGKILL) leaves atomic_open's hidden temporary chunk files;
+    they hold half a chunk, so they are removed, with a line saying so."""
+    import glob
+    import os
+
+    from leelaz.files import stale_temporaries
+    stale = stale_temporaries(glob.escape(out_prefix) + ".*.gz")
+    removed = []
+    for path in stale:
+        try:
+            os.unlink(path)
+            removed.append(os.path.basename(path))
+        except OSError:
+            pass
+    if removed:
+        log(f"Removed {len(removed)} partial chunk file(s) left by an interrupted run: "
+            + ", ".join(removed))
+
+
+def _existing_chunks(out_prefix: str) -> list[str]:
+    import glob
+    import re
+    pattern = re.compile(re.escape(out_prefix) + r"\.\d+\.gz")
+    return [p for p in glob.glob(glob.escape(out_prefix) + ".*.gz") if pattern.fullmatch(p)]
+
+
+def _chunk_number(path: str) -> int:
+    return int(path.rsplit(".", 2)[-2])
+
+
+def _span(paths: list[str]) -> str:
+    return paths[0] if len(paths) == 1 else f"{paths[0]} ... {paths[-1]}"
 
 
 def one_game(game) -> tuple[str, int]:
