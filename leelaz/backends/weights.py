@@ -24,9 +24,9 @@ import warnings
 
 import numpy as np
 
-from leelaz.files import FileTooLarge, NotRegularFile, gunzip_bounded, open_regular
 from leelaz.backends.base import (BN_EPSILON, BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
                                   VALUE_HIDDEN, ConvBN, NetWeights)
+from leelaz.files import FileTooLarge, NotRegularFile, gunzip_bounded, open_regular
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: Lines besides the version line and the tower: input conv (4) + policy head (6) + value head (8).

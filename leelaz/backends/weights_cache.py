@@ -22,9 +22,9 @@ import zipfile
 
 import numpy as np
 
+from leelaz.backends.base import NetWeights
 from leelaz.backends.weights import MAX_TEXT_BYTES, assemble, parse_tensors, read_text
 from leelaz.files import atomic_open, open_regular, user_data_dir
-from leelaz.backends.base import NetWeights
 
 #: Bump when the stored layout changes: older entries are then ignored (and age out).
 LAYOUT = 1

@@ -28,12 +28,12 @@ from __future__ import annotations
 import gzip
 import io
 import lzma
-import os
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from leelaz.files import atomic_open
 from leelaz.game.coords import (ALL_VERTICES, BOARD_SIZE, DIRECTIONS, EMPTY, INVAL,
                                 NUM_INTERSECTIONS, PASS_INDEX, STRIDE)
 from leelaz.game.outcome import NO_RESULT, result_kind  # noqa: F401  (scripts read it here)
@@ -209,10 +209,8 @@ class GamePack:
         buf = io.BytesIO()
         np.savez(buf, moves=self.moves, lengths=self.lengths, winner=self.winner,
                  use_value=self.use_value)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
+        with atomic_open(path, "wb") as f:
             f.write(lzma.compress(buf.getvalue(), preset=9 | lzma.PRESET_EXTREME))
-        os.replace(tmp, path)
 
     @staticmethod
     def load(path: str) -> "GamePack":
