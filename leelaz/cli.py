@@ -5,8 +5,9 @@ messages, the log file, and `build_engine`, the one place that wires game state,
 search and the GTP command groups together. Imports: anything (the only such module).
 
 Differences from Leela Zero, on purpose:
-- Without -g the engine still speaks GTP (after the licence text on stdout); Leela Zero's
-  own console mode is not reproduced.
+- Without -g, Leela Zero's console mode: the licence text, then before each command the
+  position on stderr and a `Leela: ` prompt on stdout (commands are still GTP). The licence
+  text names leelaz, not Leela Zero.
 - With no -w and no default network (neither Leela Zero's default path nor a network shipped
   in the package's weights/ folder), the engine still starts and serves the commands that need
   no network, and says so on stderr. With -w FILE, a missing or bad file is an error (exit 1).
@@ -334,6 +335,7 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
     from leelaz.gtp.engine import GtpEngine
 
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
+    engine.console = not cfg.gtp and not cfg.benchmark  # Leela Zero's console mode
     engine.session.network = network
     engine.session.weights_path = weights_path if network is not None else None  # printsgf PB
     board_commands.register(engine)

@@ -167,7 +167,7 @@ def test_quiet_prints_nothing_on_stderr(no_default_net):
 
 def test_without_gtp_the_licence_goes_to_stdout(no_default_net):
     code, out, _ = session(["-q"])
-    assert out.startswith("leelaz 0.17") and out.endswith("= Leela Zero\n\n\n")
+    assert out.startswith("leelaz 0.17") and out.endswith("Leela: = Leela Zero\n\nLeela: \n")
 
 
 def test_missing_weights_file_is_an_error(tmp_path):
@@ -280,3 +280,32 @@ def test_benchmark_playouts_need_noponder_as_in_lz(lz_binary, random_weights):
 def test_benchmark_needs_a_network(no_default_net):
     code, out, err = session(["--benchmark", "--cpu-only"], script="")
     assert code == 1 and out == "" and "network" in err
+
+
+CONSOLE_SCRIPT = "play b q16\nplay w d4\nfoo\nundo\nshowboard\nkomi 6.5\nquit\n"
+
+
+def _boards(err: str) -> list[str]:
+    return re.findall(r"Passes: .*?White time: [^\n]*\n", err, re.S)
+
+
+def test_console_mode_like_lz(lz_binary, random_weights):
+    """Without -g: a `Leela: ` prompt on stdout before each command and the position on
+    stderr before each prompt, as the binary does (only the licence text differs)."""
+    net = random_weights(1, 8)
+    argv = ["--cpu-only", "-t", "1", "-s", "5", "--noponder", "-w", net]
+    lz = subprocess.run([lz_binary] + argv, input=CONSOLE_SCRIPT, capture_output=True,
+                        text=True, timeout=60)
+    code, out, err = session(argv, CONSOLE_SCRIPT)
+    assert code == 0
+    lz_after_banner = lz.stdout.split("\n\n", 1)[1]
+    assert out.split("\n\n", 1)[1] == lz_after_banner
+    assert lz_after_banner.startswith("Leela: = \n\nLeela: = \n\nLeela: ? unknown command")
+    assert _boards(err) == _boards(lz.stderr) and len(_boards(err)) == 8  # 7 prompts + showboard
+    quiet = session(argv + ["-q"], CONSOLE_SCRIPT)[2]
+    assert quiet == ""
+
+
+def test_gtp_mode_has_no_prompt(random_weights):
+    code, out, err = session(["-g", "--cpu-only", "-w", random_weights(1, 8)], "name\n")
+    assert out == "= Leela Zero\n\n\n" and "Passes:" not in err

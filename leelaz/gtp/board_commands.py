@@ -176,6 +176,12 @@ class BoardCommands:
             return alive_strings(self.state.board)
         return ""
 
+    def display_state(self) -> str:
+        """What Leela Zero shows on stderr before each prompt in console mode (and for
+        showboard): the board, hashes and clocks."""
+        from leelaz.game.display import showboard_text
+        return showboard_text(self.state)
+
     def showboard(self, cmd):
         from leelaz.game.display import showboard_text
         text = showboard_text(self.state)
@@ -366,4 +372,5 @@ def register(engine) -> BoardCommands:
     group = BoardCommands(engine)
     for name in COMMANDS:
         engine.add_command(name, getattr(group, name.replace("-", "_")))
+    engine.display_state = group.display_state
     return group

@@ -154,6 +154,11 @@ class GtpEngine:
         self._stream: ReplyStream | None = None
         self._after: list[Callable[[], None]] = []
         self._quit = False
+        #: Console mode (no -g): before reading each line, Leela Zero shows the position on
+        #: stderr (`display_state()`, set by the board commands) and a `Leela: ` prompt on
+        #: stdout.
+        self.console = False
+        self.display_state: Callable[[], str] | None = None
 
     # ---- the session's fields, through the engine --------------------------------------
     state = _session_field("state")
@@ -322,6 +327,8 @@ class GtpEngine:
             self.start_reader(inp)
         try:
             while not self._quit:
+                if self.console:
+                    self._prompt()
                 line = self._queue.get()
                 if line is None:
                     self.write_raw("\n")  # Leela Zero prints a newline at end of input
@@ -336,6 +343,11 @@ class GtpEngine:
         except BrokenPipeError:
             pass  # the client went away: nothing left to answer
         return 0
+
+    def _prompt(self) -> None:
+        if self.display_state is not None:
+            self.show(self.display_state())
+        self.write_raw("Leela: ")
 
     def execute(self, cmd: Command) -> None:
         """Run one command and write its reply (then any after_reply work)."""
