@@ -35,7 +35,9 @@ def _session(argv, script):
 
 
 def _stats(err: str) -> list[str]:
-    return [line for line in err.splitlines() if " -> " in line or " visits, " in line]
+    """The search's dump_stats lines and its visit and node counts (not its speed)."""
+    return [line for line in err.splitlines() if " -> " in line] + \
+        re.findall(r"^\d+ visits, \d+ nodes, \d+ playouts", err, re.M)
 
 
 GENMOVE = "play b Q16\nplay w D4\ngenmove b\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,17 @@ def test_bench_engine_and_search_run(lz_binary, random_weights):
     assert _figures(done.stdout, "instant")[1] >= 99  # playouts of the last batch size
     done = leelaz("bench", "net", "-w", "x8")
     assert done.returncode == 1 and "BLOCKSxFILTERS" in done.stderr
+
+
+def test_bench_startup_runs(lz_binary, random_weights):
+    """The start-up benchmark's table: one first start, then each kind per run, and the ratio
+    of a later start to the reference's --cpu-only start computed from the medians shown."""
+    done = leelaz("bench", "startup", "-w", random_weights(1, 8), "--runs", "1")
+    assert done.returncode == 0, done.stderr
+    medians = dict(re.findall(r"^(leelaz later start|LZ 0\.17 --cpu-only)\s+([\d.]+)",
+                              done.stdout, re.M))
+    ratio = float(re.search(r"later start / LZ 0\.17 --cpu-only: ([\d.]+)x",
+                            done.stdout).group(1))
+    assert ratio == pytest.approx(float(medians["leelaz later start"])
+                                  / float(medians["LZ 0.17 --cpu-only"]), rel=0.1)  # 3 decimals
+    assert re.search(r"^leelaz first start\s+[\d.]+\s+[\d.]+$", done.stdout, re.M)

@@ -1,0 +1,95 @@
+"""`leelaz bench startup`: how long a start takes until `protocol_version` is answered.
+
+Owns: the start-up benchmark. Imports: stdlib, click, tools.bench.common.
+
+Measured in one run, alternating so that a busy machine slows them alike: leelaz's first
+start (no caches: the backend race and the weights text), its later starts (the backend
+choice and the parsed network cached, backends.choice_cache and weights_cache), its
+--cpu-only start, and the C++ Leela Zero 0.17's --cpu-only start. The medians are printed
+with the ratio issue 13 asks about (a later start within 2.5x Leela Zero's --cpu-only). The
+caches go to a temporary XDG_DATA_HOME, so the user's are untouched; byte-compiled modules
+are allowed (as for an installed package) even where PYTHONDONTWRITEBYTECODE is set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from leelaz.tools import ToolError
+from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_command,
+                                       reference_binary, say, split_command, table)
+
+SHIPPED = Path(__file__).resolve().parents[3] / "weights" / "leelaz-6x128.txt.gz"
+REFERENCE_NAME = "LZ 0.17 --cpu-only"
+
+
+def seconds_to_answer(argv: list[str], env: dict, timeout: float = 300) -> float:
+    """Seconds from spawning argv to reading its `= 2` answer to protocol_version."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, env=env)
+    except OSError as exc:
+        raise ToolError(f"{argv[0]}: {exc}") from None
+    proc.stdin.write("protocol_version\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    while line and not line.startswith("= 2"):
+        line = proc.stdout.readline()
+    elapsed = time.perf_counter() - start
+    proc.communicate("quit\n", timeout=timeout)
+    if not line:
+        raise ToolError(f"{' '.join(argv)} ended without answering protocol_version")
+    return elapsed
+
+
+@click.command("startup", context_settings=CONTEXT)
+@click.option("-w", "--weights", default=str(SHIPPED), show_default=True, metavar="FILE|BxF",
+              help="The network both engines load (BxF: a seeded random net).")
+@click.option("--runs", type=click.IntRange(1, None), default=7, show_default=True,
+              help="Starts of each kind, alternating; the medians count.")
+@click.option("--ours", default=None, metavar="CMD",
+              help="Our command line before the flags (default: this Python's -m leelaz).")
+@click.option("--reference", default=None, metavar="CMD",
+              help="The reference's command line (default: the installed Leela Zero 0.17; "
+                   "'none' to measure ours only).")
+def command(weights, runs, ours, reference) -> None:
+    """Start-up time to the first answer: first and later starts, --cpu-only, and LZ's."""
+    path = network_file(weights)
+    data = tempfile.mkdtemp(prefix="leelaz-bench-startup-")
+    env = dict(os.environ, XDG_DATA_HOME=data)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    base = (split_command(ours) if ours else ours_command()) + ["--gtp", "--noponder",
+                                                                "-w", path]
+    programs = {"leelaz later start": base, "leelaz --cpu-only": base + ["--cpu-only"]}
+    if reference != "none":
+        ref = split_command(reference) if reference else [reference_binary() or ""]
+        if ref[0]:
+            programs[REFERENCE_NAME] = ref + ["--gtp", "--noponder", "--cpu-only", "-w", path]
+        else:
+            say("no Leela Zero 0.17 installed here: measuring ours only")
+    say(f"network {path}; {runs} starts of each, alternating ({load_line()} at start)")
+    try:
+        subprocess.run(base[:3] + ["--help"], env=env, capture_output=True)  # byte-compile
+        times = {"leelaz first start": [seconds_to_answer(base, env)]}
+        for _ in range(runs):
+            for name, argv in programs.items():
+                times.setdefault(name, []).append(seconds_to_answer(argv, env))
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    rows = [[name, f"{medians[name]:.3f}", " ".join(f"{x:.3f}" for x in t)]
+            for name, t in times.items()]
+    say(table(["start", "median s", "each run s"], rows))
+    if REFERENCE_NAME in medians:
+        ratio = medians["leelaz later start"] / medians[REFERENCE_NAME]
+        say(f"later start / {REFERENCE_NAME}: {ratio:.2f}x (issue 13: at most 2.5x; "
+            f"{load_line()} now)")
