@@ -1,13 +1,20 @@
 """Reading Leela Zero weights files (reference doc 4.1) into NetWeights.
 
-Owns: `load_weights(path) -> NetWeights`, `parse_weights(data, source)`, `WeightsError`, and
-`weights_summary` (the start-up line Leela Zero prints). Imports: numpy, backends.base.
+Owns: `load_weights(path) -> NetWeights`, `parse_tensors`/`parse_weights(data, source)`,
+`assemble`, `WeightsError`, and `weights_summary` (the start-up line Leela Zero prints).
+Imports: numpy, backends.base, files (bounded reading); backends.weights_cache lazily.
 
 The file is text, one parameter tensor per line after the version line; gzip is detected by its
 magic bytes, never by the file name. Blocks and filters are inferred: filters F from the input
 conv's bias line (file line 3), blocks B from the line count (1 + 4 + 8B + 14 lines). Every line's
 length is then checked against what F and B imply, so a malformed file fails here, naming the
-file and the 1-based line, instead of failing later inside a reshape.
+file and the 1-based line, instead of failing later inside a reshape. So does a value that is
+nan, inf or beyond float32 (it reads as inf), or a negative batch-norm variance: Leela Zero
+loads those silently and then answers `winrate: nan`.
+
+Only a regular file is read (a FIFO is refused without waiting for a writer); its version line
+is checked from the first 64 kB and its text may not pass MAX_TEXT_BYTES (gzip is inflated in
+a stream that stops there), so a wrong or huge file costs kilobytes, not the machine's memory.
 
 At load, batch-norm variance v becomes scale 1/sqrt(v + 1e-5) and each conv bias is folded into
 its mean (mean - bias), exactly as Leela Zero does; ConvBN therefore carries no bias.
