@@ -18,7 +18,9 @@ The seam for long-running and streaming commands (search, lz-analyze, pondering)
 
 - `engine.input_pending() -> bool`: a new line (any line, even empty) has arrived or stdin
   is closed. Long loops poll it (cheap) and stop when it is True; the line is then executed
-  normally. `engine.wait_input(timeout)` blocks until then or the timeout.
+  normally. `engine.wait_input(timeout)` blocks until then or the timeout. Only pondering and
+  lz-analyze do: a genmove always gets its full search, whatever follows it (quit or end of
+  input included), as in Leela Zero; commands run in order.
 - Streaming: `stream = engine.stream_reply(cmd)` writes `=id\\n` (no space, as lz-analyze
   does) and flushes; `stream.write(text)` writes raw text and flushes (info lines must end
   with `\\n` themselves); `stream.close()` writes the final `\\n` that ends the reply. Once a
