@@ -13,10 +13,13 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from leelaz.cli import run
+from paths import REPO
 
 
 @pytest.fixture
@@ -65,20 +68,22 @@ def test_a_numpy_choice_searches_and_speaks_like_cpu_only(random_weights, data_h
     assert "using the NumPy backend (measured before" in err
 
 
-def test_without_opencl_a_start_searches_like_cpu_only(random_weights, data_home,
-                                                         tmp_path, monkeypatch):
-    """No OpenCL device at all (the race is never run): NumPy, searching as --cpu-only."""
+def test_without_opencl_a_start_searches_like_cpu_only(random_weights, data_home, tmp_path):
+    """No OpenCL device at all (the race is never run): NumPy, searching as --cpu-only. In a
+    fresh process, since the OpenCL loader reads its environment once per process."""
     empty = tmp_path / "icd"
     empty.mkdir()
     # pyopencl's wheel adds its bundled PoCL; POCL_DEVICES hides PoCL's devices too.
-    monkeypatch.setenv("OCL_ICD_VENDORS", str(empty))
-    monkeypatch.setenv("POCL_DEVICES", "none")
+    env = dict(os.environ, OCL_ICD_VENDORS=str(empty), POCL_DEVICES="none",
+               XDG_DATA_HOME=str(data_home), PYTHONPATH=str(REPO))
     net = random_weights(1, 8)
-    base = ["-g", "--noponder", "-v", "100", "-s", "3", "-w", net]
-    _, err_cpu = _session(base + ["--cpu-only"], GENMOVE)
-    _, err = _session(base, GENMOVE)
+    base = [sys.executable, "-m", "leelaz", "-g", "--noponder", "-v", "100", "-s", "3",
+            "-w", net]
+    runs = [subprocess.run(argv, input=GENMOVE, capture_output=True, text=True, env=env,
+                           timeout=120) for argv in (base + ["--cpu-only"], base)]
+    err_cpu, err = runs[0].stderr, runs[1].stderr
     assert _stats(err) == _stats(err_cpu) and "100 visits" in err
-    assert "Using OpenCL batch size" not in err
+    assert "Using OpenCL batch size" not in err and "OpenCL unavailable" in err
 
 
 def test_the_choice_is_measured_once_then_read(random_weights, data_home, monkeypatch):

@@ -14,15 +14,16 @@ import os
 import numpy as np
 import pytest
 
-import make_random_weights as mrw
 from leelaz.backends import weights as wmod
+from leelaz.backends.random_weights import random_tensors
 from leelaz.backends.weights import WeightsError, load_weights
+from leelaz.backends.weights_writer import weights_text
 
 
 @pytest.fixture(scope="module")
 def lines():
     """The text lines of a 1-block, 8-filter network; index i is file line i + 1."""
-    return mrw.weights_text(mrw.random_tensors(1, 8, 5), 1).splitlines()
+    return weights_text(random_tensors(1, 8, 5), 1).splitlines()
 
 
 def _file(tmp_path, lines, name="w.txt"):
