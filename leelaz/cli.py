@@ -303,12 +303,11 @@ def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str]):
 
     Without --cpu-only and --gpu, device_choice decides (cached, or by racing an OpenCL CPU
     device against NumPy); when NumPy wins, the engine runs exactly as with --cpu-only: its
-    thread count, its batch policy (search_commands.search_batch_size) and its start-up
+    thread count, its batch policy (batching.search_batch_size) and its start-up
     lines. --tune-only always tunes OpenCL."""
     if weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only:
         return cfg, None
     from leelaz.backends.device_choice import preferred_backend
-    from leelaz.gtp.search_commands import search_batch_size
     prefer = preferred_backend(weights, search_batch_size(cfg), notes.append)
     return (cfg.with_(cpu_only=True) if prefer == "numpy" else cfg), prefer
 

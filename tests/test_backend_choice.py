@@ -54,7 +54,7 @@ def _write_choice(backend: str, width: int, batch: int):
 
 def test_a_numpy_choice_searches_and_speaks_like_cpu_only(random_weights, data_home):
     """A cached "NumPy wins" (as PoCL here): same stats as --cpu-only, no OpenCL lines."""
-    from leelaz.gtp.search_commands import DEFAULT_OPENCL_SEARCH_BATCH
+    from leelaz.batching import DEFAULT_OPENCL_SEARCH_BATCH
     net = random_weights(2, 16)
     _write_choice("numpy", 16, DEFAULT_OPENCL_SEARCH_BATCH)
     base = ["-g", "--noponder", "-v", "200", "-s", "7", "-w", net]
