@@ -334,7 +334,6 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
     from leelaz.gtp.engine import GtpEngine
 
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
-    engine.console = not cfg.gtp and not cfg.benchmark  # Leela Zero's console mode
     engine.session.network = network
     engine.session.weights_path = weights_path if network is not None else None  # printsgf PB
     board_commands.register(engine)
@@ -418,6 +417,8 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         return 0  # the OpenCL backend tuned itself (and cached the result) while loading
     engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network,
                           weights_path=path)
+    engine.console = not cfg.gtp  # Leela Zero's console mode (the program only, not every
+    #                               engine built in-process from a default EngineConfig)
     return engine.run(stdin)
 
 
