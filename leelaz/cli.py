@@ -26,7 +26,7 @@ import click
 
 from leelaz.batching import resolve_threads, search_batch_size
 from leelaz.config import DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES, EngineConfig
-from leelaz.tools import is_verb, run_verb
+from leelaz.tools import VERBS, is_verb, run_verb
 
 #: The command groups that other modules provide; each is registered if it is installed.
 OPTIONAL_GROUPS = ("leelaz.gtp.network_commands", "leelaz.gtp.search_commands",
@@ -105,6 +105,8 @@ def _command() -> click.Command:
         "leelaz", params=opts + [click.Argument(["stray"], nargs=-1, metavar="")],
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
         help="Leela Zero 0.17 in Python: a Go engine speaking GTP.",
+        epilog="Tools are verbs of the same program: leelaz VERB --help, for VERB in "
+               + ", ".join(VERBS) + ".",
         callback=lambda **kw: kw)
 
 

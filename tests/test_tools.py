@@ -36,6 +36,13 @@ def test_every_verb_has_help(verb):
     assert done.stdout.startswith(f"Usage: leelaz {verb} ")
 
 
+def test_engine_help_names_every_verb():
+    done = leelaz("--help")
+    assert done.returncode == 0, done.stderr
+    for verb in VERBS:
+        assert re.search(rf"\b{re.escape(verb)}\b", done.stdout.split("Tools are verbs")[1]), verb
+
+
 def test_a_weights_file_named_like_a_verb_starts_the_engine(tmp_path, random_weights):
     for verb in VERBS:
         (tmp_path / verb).write_bytes(Path(random_weights(1, 8)).read_bytes())
