@@ -25,12 +25,13 @@ from pathlib import Path
 import click
 
 from leelaz.batching import resolve_threads, search_batch_size
-from leelaz.config import DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES, EngineConfig
+from leelaz.config import (DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES, EngineConfig,
+                           resolve_dyn_komi)
 from leelaz.tools import VERBS, is_verb, run_verb
 
 #: The command groups that other modules provide; each is registered if it is installed.
 OPTIONAL_GROUPS = ("leelaz.gtp.network_commands", "leelaz.gtp.search_commands",
-                   "leelaz.gtp.training_commands")
+                   "leelaz.gtp.training_commands", "leelaz.gtp.dynkomi_commands")
 UINT64_MAX = 2**64 - 1
 
 LICENCE = """\
@@ -58,10 +59,9 @@ def _command() -> click.Command:
                      help="Limit the visits per move (0 = no limit)."),
         click.Option(["-b", "--lagbuffer"], type=click.IntRange(0, None), default=100,
                      show_default=True, help="Safety margin for time usage in centiseconds."),
-        click.Option(["-r", "--resignpct"], type=click.IntRange(-1, 100), default=-1,
-                     show_default=True,
+        click.Option(["-r", "--resignpct"], type=click.IntRange(-1, 100), default=None,
                      help="Resign when winrate is less than x%. -1 uses 10% scaled for "
-                          "handicap, 0 never resigns."),
+                          "handicap, 0 never resigns.  [default: -1; 0 with --handicap]"),
         click.Option(["-w", "--weights"], default=None, metavar="FILE",
                      help=f"File with network weights [default: {DEFAULT_WEIGHTS}, else the "
                           "network shipped with leelaz]."),
@@ -100,7 +100,7 @@ def _command() -> click.Command:
         click.Option(["--randomtemp"], type=click.FloatRange(0, None, min_open=True),
                      default=1.0, show_default=True,
                      help="Temperature to use for random move selection."),
-    ]
+    ] + _dyn_komi_options()
     return click.Command(
         "leelaz", params=opts + [click.Argument(["stray"], nargs=-1, metavar="")],
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -108,6 +108,46 @@ def _command() -> click.Command:
         epilog="Tools are verbs of the same program: leelaz VERB --help, for VERB in "
                + ", ".join(VERBS) + ".",
         callback=lambda **kw: kw)
+
+
+def _dyn_komi_options() -> list[click.Option]:
+    """The dynamic-komi fork's flags (docs/dynamic-komi.md §1), spelt as the fork spells
+    them. None/False = not given; config.resolve_dyn_komi applies presets and validates."""
+    def flag(name, text):
+        return click.Option([name], is_flag=True, help=text)
+
+    def value(name, kind, text):
+        return click.Option([name], type=kind, default=None, help=text)
+
+    return [
+        flag("--handicap", "Dynamic komi for handicap games (band .12/.06/.03, -r 0); add "
+                           "--target-komi 0."),
+        flag("--nonslack", "Dynamic komi that keeps playing hard when ahead (band .9/.1/.1)."),
+        value("--target-komi", float, "Komi for scoring and the network at the start, and "
+                                      "the snap-back target.  [default: 7.5]"),
+        value("--max-wr", float, "Top of White's winrate band (dynamic komi)."),
+        value("--min-wr", float, "Bottom of White's winrate band (dynamic komi)."),
+        value("--wr-margin", float, "Margin inside the band that adjustments aim for."),
+        value("--max-komi", float, "Largest komi an adjustment may try."),
+        value("--min-komi", float, "Smallest komi an adjustment may try."),
+        value("--adj-positions", int, "Positions collected per colour (at least 8).  "
+                                      "[default: 200]"),
+        value("--adj-pct", float, "Percentage of the collected positions used.  [default: 4]"),
+        value("--num-adj", int, "Komi adjustments per search.  [default: 1 in the modes]"),
+        flag("--pos", "Use White's values only at komi <= 7.5 (and Black's at >= -7.5)."),
+        flag("--neg", "The mirror image of --pos."),
+        value("--fixed-symmetry", int, "Symmetry 0..7 for search expansions (else random)."),
+        flag("--tg-sure-backup", "Toggle sure backup (on by default)."),
+        flag("--tg-orig-policy", "Toggle keeping the original policy (on by default)."),
+        flag("--tg-dyn-fpu", "Toggle dynamic FPU (on in the modes)."),
+        flag("--tg-auto-pn", "Toggle the start-up dyn_komi_test that sets --pos/--neg."),
+    ]
+
+
+DYN_KOMI_KEYS = ("handicap", "nonslack", "target_komi", "max_wr", "min_wr", "wr_margin",
+                 "max_komi", "min_komi", "adj_positions", "adj_pct", "num_adj", "pos", "neg",
+                 "fixed_symmetry", "tg_sure_backup", "tg_orig_policy", "tg_dyn_fpu",
+                 "tg_auto_pn")
 
 
 def parse_args(argv: list[str]) -> EngineConfig | None:
@@ -139,17 +179,24 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
     if kw["full_tuner"] and kw["precision"] in (None, "auto"):
         raise UsageProblem("--full-tuner needs an explicit precision: add --precision single "
                            "or --precision half.")
+    try:
+        dyn = resolve_dyn_komi({key: kw[key] for key in DYN_KOMI_KEYS})
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    resignpct = kw["resignpct"]
+    if resignpct is None:  # --handicap never resigns unless -r says otherwise
+        resignpct = 0 if dyn.handicap else -1
     cfg = EngineConfig(
         weights=kw["weights"], gtp=kw["gtp"], quiet=kw["quiet"], logfile=kw["logfile"],
         lagbuffer=kw["lagbuffer"], timemanage=kw["timemanage"], ponder=ponder,
-        resignpct=kw["resignpct"], playouts=playouts, visits=visits, threads=kw["threads"],
+        resignpct=resignpct, playouts=playouts, visits=visits, threads=kw["threads"],
         seed=kw["seed"], seed_given=kw["seed"] is not None, noise=kw["noise"],
         dumbpass=kw["dumbpass"], randomcnt=kw["randomcnt"], randomvisits=kw["randomvisits"],
         randomtemp=kw["randomtemp"], cpu_only=kw["cpu_only"], gpus=tuple(kw["gpu"]),
         full_tuner=kw["full_tuner"], tune_only=kw["tune_only"] or kw["full_tuner"],
         batchsize=kw["batchsize"], precision=kw["precision"] or "auto",
         precision_given=kw["precision"] is not None, benchmark=kw["benchmark"],
-        command_line=argv)
+        dyn_komi=dyn, command_line=argv)
     if cfg.benchmark:  # what Leela Zero's parse_commandline sets for --benchmark
         # Its --help also lists -t1, but the binary does not apply it: the thread count
         # stays the engine's default (10 threads, batches of 5, on a GPU), so ours does too.
@@ -421,6 +468,10 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
                           weights_path=path)
     engine.console = not cfg.gtp  # Leela Zero's console mode (the program only, not every
     #                               engine built in-process from a default EngineConfig)
+    problem = getattr(engine, "startup_problem", None)  # e.g. dyn_komi_test says unusable
+    if problem:
+        stderr.write(f"ERROR: {problem}\n")
+        return 1
     return engine.run(stdin)
 
 
