@@ -91,10 +91,14 @@ __kernel void in_transform_input(__global const float* restrict in,
  * side's, 16 is all ones for Black to move, 17 for White; input point (x, y) reads the board at
  * its image under symmetry s (if s & 4 swap x and y; if s & 2 mirror x; if s & 1 mirror y), as
  * nn/features.py's input_planes_batch does. Rows past P (padding) are zero, like Cpad's.
- * HISTORY and MAILBOX_STRIDE are generated from the input layout (backends/base.py). */
+ * HISTORY and MAILBOX_STRIDE are generated from the input layout (backends/base.py).
+ * Dynamic komi: a position whose symmetry byte has the KOMI_FLAG bit set takes its colour
+ * planes' values from `komis` instead: two little-endian floats per position at
+ * komis + KOMI_BYTES b (the side to move's plane, then the other colour's); KOMI_FLAG and
+ * KOMI_BYTES are generated too. */
 #define MAILBOX (MAILBOX_STRIDE * MAILBOX_STRIDE)
 __kernel void in_transform_boxes(__global const uchar* restrict boxes, const int meta,
-                                 __global store_t* restrict V,
+                                 const int komis, __global store_t* restrict V,
                                  const int Cpad, const int P, const int Ppad)
 {
     const int p = get_global_id(0);
@@ -109,11 +113,17 @@ __kernel void in_transform_boxes(__global const uchar* restrict boxes, const int
     const int ty = tile / WTILES;
     const int tx = tile - ty * WTILES;
     const int side = real ? boxes[meta + 2 * b] : 0;
-    const int s = real ? boxes[meta + 2 * b + 1] & 7 : 0;
+    const int flags = real ? boxes[meta + 2 * b + 1] : 0;
+    const int s = flags & 7;
     const int own = c < HISTORY;
     const int box = (b * HISTORY + (own ? c : c - HISTORY)) * MAILBOX;
     const int colour = own ? side : 1 - side;
-    const float to_move = (c == 2 * HISTORY) == (side == 0) ? 1.0f : 0.0f;
+    float to_move = (c == 2 * HISTORY) == (side == 0) ? 1.0f : 0.0f;
+    if ((flags & KOMI_FLAG) && c >= 2 * HISTORY) {
+        const int at = komis + KOMI_BYTES * b + (c == 2 * HISTORY + side ? 0 : 4);
+        to_move = as_float((uint)boxes[at] | ((uint)boxes[at + 1] << 8)
+                           | ((uint)boxes[at + 2] << 16) | ((uint)boxes[at + 3] << 24));
+    }
     for (int i = 0; i < 6; i++) {
         const int y = ty * 4 + i - 1;
         for (int j = 0; j < 6; j++) {

@@ -39,6 +39,11 @@ INPUT_CHANNELS = 2 * HISTORY_LENGTH + 2
 #: board with a one-point border), one byte a point, newest first.
 MAILBOX_STRIDE = 21
 PACKED_ROW = HISTORY_LENGTH * MAILBOX_STRIDE * MAILBOX_STRIDE
+#: Dynamic komi: a packed row whose symmetry byte has PACKED_KOMI_FLAG set takes its two
+#: colour planes' values (float32 little-endian: the side to move's plane, the other's) from a
+#: section of PACKED_KOMI_BYTES per position after the (side, symmetry) pairs.
+PACKED_KOMI_FLAG = 8
+PACKED_KOMI_BYTES = 8
 BOARD_SQUARES = 361
 POLICY_OUTPUTS = 362
 VALUE_HIDDEN = 256
@@ -100,7 +105,8 @@ class NetWeights:
 
 def input_defines() -> dict[str, int]:
     """The input layout as the kernels' build #defines."""
-    return {"HISTORY": HISTORY_LENGTH, "MAILBOX_STRIDE": MAILBOX_STRIDE}
+    return {"HISTORY": HISTORY_LENGTH, "MAILBOX_STRIDE": MAILBOX_STRIDE,
+            "KOMI_FLAG": PACKED_KOMI_FLAG, "KOMI_BYTES": PACKED_KOMI_BYTES}
 
 
 class BackendUnavailable(RuntimeError):

@@ -117,7 +117,7 @@ I32 = np.int32
 #: Argument types of each kernel, in the order the `.cl` files declare them.
 SIGNATURES = {
     "in_transform_input": (None, None, I32, I32, I32, I32),
-    "in_transform_boxes": (None, I32, None, I32, I32, I32),
+    "in_transform_boxes": (None, I32, I32, None, I32, I32, I32),
     "out_transform_bn": (None, None, None, None, None, I32, I32, I32, I32, I32, I32),
     "out_in_transform": (None, None, None, None, None, None, I32, I32, I32, I32, I32, I32),
     "sgemm_tn": (I32, I32, I32, None, None, None),

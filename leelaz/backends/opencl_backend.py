@@ -51,8 +51,8 @@ from collections import OrderedDict
 import numpy as np
 import pyopencl as cl
 
-from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_ROW, POLICY_OUTPUTS,
-                                  VALUE_HIDDEN, Backend, BackendUnavailable, ConvBN, NetWeights)
+from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_KOMI_BYTES, PACKED_ROW,
+                                  POLICY_OUTPUTS, VALUE_HIDDEN, Backend, BackendUnavailable, ConvBN, NetWeights)
 from leelaz.backends.check_backend import SelfCheckError, check_error, raise_if_apart  # noqa: F401
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
 from leelaz.backends.device_choice import pick_device
@@ -268,7 +268,7 @@ class OpenCLBackend(Backend):
             return cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
 
         self.planes_buf = buffer(batch * INPUT_CHANNELS * BOARD_SQUARES * 4)
-        self.packed_buf = buffer(batch * (PACKED_ROW + 2))
+        self.packed_buf = buffer(batch * (PACKED_ROW + 2 + PACKED_KOMI_BYTES))
         self.x_buf = buffer(batch * f * BOARD_SQUARES * item)
         self.t_buf = buffer(batch * f * BOARD_SQUARES * item)
         self.v_buf = buffer(36 * cpad * ppad * item)
@@ -349,7 +349,8 @@ class OpenCLBackend(Backend):
         plan.heads = self._head_launches(plan)
         first = plan.layers[0][0][0]  # in_transform_input: the packed one has its sizes
         packed = plan.launch("in_transform_boxes", first[1], first[2], self.packed_buf,
-                             batch * PACKED_ROW, self.v_buf, self.input_conv.cpad,
+                             batch * PACKED_ROW, batch * (PACKED_ROW + 2), self.v_buf,
+                             self.input_conv.cpad,
                              batch * TILES, round_up(batch * TILES, params.nwg))
         plan.finish()
         plan.packed_launches = [packed] + plan.launches[1:]
@@ -514,10 +515,14 @@ class OpenCLBackend(Backend):
         if rows > self.capacity:
             self._grow(rows)
         plan = self._plan_for(rows)
-        host_in = np.zeros(rows * (PACKED_ROW + 2), np.uint8)
+        host_in = np.zeros(rows * (PACKED_ROW + 2 + PACKED_KOMI_BYTES), np.uint8)
         host_in[:batch * PACKED_ROW] = np.frombuffer(packed, np.uint8, batch * PACKED_ROW)
         host_in[rows * PACKED_ROW:rows * PACKED_ROW + 2 * batch] = np.frombuffer(
             packed, np.uint8, 2 * batch, batch * PACKED_ROW)
+        if len(packed) > batch * (PACKED_ROW + 2):  # dynamic komi: colour-plane values
+            at = rows * (PACKED_ROW + 2)
+            host_in[at:at + PACKED_KOMI_BYTES * batch] = np.frombuffer(
+                packed, np.uint8, PACKED_KOMI_BYTES * batch, batch * (PACKED_ROW + 2))
         cl.enqueue_copy(self.queue, self.packed_buf, host_in, is_blocking=False)
         return self._run(plan, plan.packed_launches, range(batch), host_in)
 

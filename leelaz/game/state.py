@@ -23,6 +23,14 @@ LZ quirks *not* copied: LZ's undo restores a whole snapshot, komi and handicap i
 `komi 6.5`, `play b d4`, `undo` brings back the komi of before, and `fixed_handicap 2`,
 `play w a1`, `undo` forgets the handicap (final_score B+353.5 instead of B+351.5). Here komi
 and handicap belong to the game and undo leaves them alone.
+
+Dynamic komi (docs/dynamic-komi.md §2.2): `net_komi` is None for Leela Zero 0.17's standard
+colour planes (the network is told 7.5 for the side to move), or the komi fed to the network
+at Black's turns and at White's turns. The fork keeps `stm_komi` and `opp_komi` and swaps them
+on every move; storing them per colour is the same under alternation (the doc's suggestion),
+so play and undo "swap" them by changing the side to move. Like `komi`, they belong to the
+game: undo does not bring back a komi from before an adjustment (the fork's snapshot would).
+`score_handicap` False scores without the per-stone handicap compensation (the modes).
 """
 
 from __future__ import annotations
@@ -36,10 +44,12 @@ class GameState:
     """The state of one game. `board` is `history[-1]` and must not be mutated by callers."""
 
     __slots__ = ("komi", "handicap", "resigned", "time_control", "history", "board",
-                 "_ko_hashes", "_pushed")
+                 "_ko_hashes", "_pushed", "net_komi", "score_handicap")
 
     def __init__(self, komi: float = 7.5) -> None:
         self.time_control = TimeControl()  # shared by copies; replaced by time_settings
+        self.net_komi: tuple[float, float] | None = None  # (at Black's turns, at White's)
+        self.score_handicap = True  # False in the dynamic-komi modes
         self.reset(komi)
 
     def reset(self, komi: float | None = None) -> None:
@@ -66,6 +76,8 @@ class GameState:
         s.board = self.board
         s._ko_hashes = self._ko_hashes[:]
         s._pushed = self._pushed
+        s.net_komi = self.net_komi
+        s.score_handicap = self.score_handicap
         return s
 
     # ------------------------------------------------------------------ position fields
@@ -90,6 +102,27 @@ class GameState:
         """The last move played (PASS possible), NO_VERTEX at the start of a game. Survives
         anchoring, as in LZ (after fixed_handicap it is the last handicap stone)."""
         return self.board.last_move
+
+    # ------------------------------------------------------------------ network komi
+    @property
+    def stm_komi(self) -> float:
+        """The komi the network is told in this position (7.5 with the standard planes)."""
+        net = self.net_komi
+        return 7.5 if net is None else net[self.board.to_move]
+
+    @property
+    def opp_komi(self) -> float:
+        """The komi the network is told at the other side's turns."""
+        net = self.net_komi
+        return 7.5 if net is None else net[1 - self.board.to_move]
+
+    def set_net_komi(self, stm_komi: float, opp_komi: float) -> None:
+        """Tell the network `stm_komi` at the side to move's turns and `opp_komi` at the
+        other side's (dynamic komi; `net_komi = None` goes back to the standard planes)."""
+        pair = [0.0, 0.0]
+        pair[self.board.to_move] = stm_komi
+        pair[1 - self.board.to_move] = opp_komi
+        self.net_komi = (pair[0], pair[1])
 
     # ------------------------------------------------------------------ moves
     def play(self, color: Color, vertex: Vertex) -> None:
@@ -205,9 +238,15 @@ class GameState:
         self.board = board
 
     # ------------------------------------------------------------------ results
+    @property
+    def scoring_komi(self) -> float:
+        """What White receives at the count: komi plus one point per handicap stone, as LZ
+        scores, or komi alone in the dynamic-komi modes (score_handicap False)."""
+        return self.komi + self.handicap if self.score_handicap else self.komi
+
     def final_score(self) -> float:
         """Black minus White minus komi minus handicap, by area (LZ's final_score)."""
-        return self.board.area_score(self.komi + self.handicap)
+        return self.board.area_score(self.scoring_komi)
 
     def moves(self) -> list[tuple[Color, Vertex]]:
         """(colour, vertex) of every move since the anchored start, oldest first. The colour

@@ -15,13 +15,19 @@ the other side's stones at the same times; plane 16 all ones if Black is to move
 ones if White is. History comes from `state.history` (`history[-1 - h]` is the position h moves
 ago, and the game's anchored start is `history[0]`), so planes older than the anchored start
 stay zero; a pass repeats the board, showing as two equal planes.
+
+Dynamic komi (docs/dynamic-komi.md §2.1): a state with a network komi k (`state.net_komi`
+set) gets 0.5 + k/15 on the side to move's colour plane and 0.5 - k/15 on the other's, so
+k = 7.5 gives exactly the standard planes and k = -7.5 the other colour's. `colour_planes`
+owns that map; the packed positions carry its two values per row.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import HISTORY_LENGTH, INPUT_CHANNELS, MAILBOX_STRIDE
+from leelaz.backends.base import (HISTORY_LENGTH, INPUT_CHANNELS, MAILBOX_STRIDE,
+                                  PACKED_KOMI_BYTES, PACKED_KOMI_FLAG)
 from leelaz.game.coords import BLACK, INVAL, NUM_INTERSECTIONS, NUM_VERTICES, STRIDE
 from leelaz.nn.symmetry import POINTS, SYMMETRY_TABLE
 
@@ -40,6 +46,21 @@ SYMMETRIC_POINTS.setflags(write=False)
 #: Stand-ins for the positions before the anchored start: a mailbox of neither colour, so
 #: their planes compare to zero. _MISSING[k] is k of them.
 _MISSING = [[bytes([INVAL]) * NUM_VERTICES] * k for k in range(HISTORY + 1)]
+
+
+#: Bit of a packed row's symmetry byte saying the row's colour-plane values follow the pairs.
+KOMI_FLAG = PACKED_KOMI_FLAG
+#: Bytes of colour-plane values per packed row: float32 (side to move's plane, the other's).
+KOMI_BYTES = PACKED_KOMI_BYTES
+_F15 = np.float32(15.0)
+_HALF = np.float32(0.5)
+
+
+def colour_planes(stm_komi: float) -> tuple[np.float32, np.float32]:
+    """(side to move's colour plane, other colour plane) for network komi `stm_komi`, in
+    float32: 0.5 + k/15 and 0.5 - k/15 (k = 7.5 gives exactly 1 and 0)."""
+    k = np.float32(stm_komi) / _F15
+    return _HALF + k, _HALF - k
 
 
 def input_planes(state) -> np.ndarray:
@@ -82,18 +103,35 @@ def input_planes_batch(states, out: np.ndarray, symmetries=None) -> np.ndarray:
     symmetry when averaging)."""
     colours = _history_colours(states, symmetries)
     to_move = np.array([state.to_move for state in states], dtype=np.uint8)
-    return planes_from_colours(colours, to_move, out)
+    planes_from_colours(colours, to_move, out)
+    for i, state in enumerate(states):
+        if state.net_komi is not None:  # dynamic komi: float colour planes
+            own, other = colour_planes(state.stm_komi)
+            out[i, BLACK_TO_MOVE_PLANE + state.to_move] = own
+            out[i, BLACK_TO_MOVE_PLANE + 1 - state.to_move] = other
+    return out
 
 
 def packed_inputs(states, symmetries) -> bytes:
     """The positions as a backend that builds the input planes itself takes them (OpenCL's
     `submit_packed`): each state's last 8 mailboxes (8 x 441 bytes, newest first, a position
     before the history all INVAL), then a (side to move, symmetry) byte pair per state.
-    3.5 kB a position instead of 26 kB of float planes, and one join instead of gathers."""
+    3.5 kB a position instead of 26 kB of float planes, and one join instead of gathers.
+
+    With dynamic komi (any state with `net_komi`), a KOMI_BYTES section follows: per row the
+    two colour-plane values (float32 little-endian), and those rows' symmetry bytes carry
+    KOMI_FLAG. Without it the bytes are exactly as before."""
     pairs = bytearray(2 * len(states))
     pairs[0::2] = bytes([state.to_move for state in states])
     pairs[1::2] = bytes(symmetries)
-    return _joined_histories(states) + bytes(pairs)
+    if all(state.net_komi is None for state in states):
+        return _joined_histories(states) + bytes(pairs)
+    values = np.zeros((len(states), 2), dtype="<f4")
+    for i, state in enumerate(states):
+        if state.net_komi is not None:
+            values[i] = colour_planes(state.stm_komi)
+            pairs[2 * i + 1] |= KOMI_FLAG
+    return _joined_histories(states) + bytes(pairs) + values.tobytes()
 
 
 def _history_colours(states, symmetries) -> np.ndarray:

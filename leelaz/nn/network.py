@@ -9,6 +9,9 @@ for the whole batch, then softmaxes the policy, maps it back to board order, tur
 Cache look-ups (exact hash, then, early in the game, the 7 symmetric hashes with the policy
 remapped) happen first; states found there never reach the backend. As in Leela Zero the cache
 is written by every evaluation and read unless the caller says not to (heatmap, netbench).
+With dynamic komi the key is the board hash mixed with the network komi (`cache_key`), so
+positions told a komi other than 7.5 never meet the standard ones (the fork empties the cache
+on every komi change instead); trial evaluations at a komi under test neither read nor write.
 `Network.submit(...)` does the same in two halves: it hands the batch to the backend and
 returns; `.result()` waits, decodes and caches (the search pipelines batches with it).
 """
@@ -79,16 +82,17 @@ class Network:
         return self.backend.asynchronous
 
     def evaluate(self, states, symmetry: int | str | None = None,
-                 read_cache: bool = True) -> list[Evaluation]:
+                 read_cache: bool = True, write_cache: bool = True) -> list[Evaluation]:
         """Evaluate a batch of GameStates.
 
         symmetry: None = a random one per evaluation, 0..7 = that one, "average" (or "avg") =
-        the mean of all 8. read_cache=False skips the look-up (heatmap, netbench); results are cached anyway.
+        the mean of all 8, or a list with one 0..7 per state. read_cache=False skips the
+        look-up (heatmap, netbench); results are cached unless write_cache=False.
         """
-        return self.submit(states, symmetry, read_cache).result()
+        return self.submit(states, symmetry, read_cache, write_cache).result()
 
     def submit(self, states, symmetry: int | str | None = None,
-               read_cache: bool = True) -> PendingEvaluations:
+               read_cache: bool = True, write_cache: bool = True) -> PendingEvaluations:
         """Start evaluating a batch (see `evaluate`); `.result()` gives the Evaluations.
 
         Cache hits are answered now; the misses go to the backend in one submit, so with an
@@ -98,8 +102,10 @@ class Network:
         todo = [i for i, hit in enumerate(results) if hit is None]
         pending = None
         if todo:
+            if isinstance(symmetry, (list, tuple)):  # one per state: the misses' ones
+                symmetry = [symmetry[i] for i in todo]
             pending = self._submit([states[i] for i in todo], symmetry)
-        return PendingEvaluations(self, states, results, todo, pending)
+        return PendingEvaluations(self, states, results, todo, pending, write_cache)
 
     def _probe(self, states) -> list[Evaluation | None]:
         """Exact cache hits, else (early in the game) hits on a mirrored position (doc 3.9).
@@ -108,7 +114,8 @@ class Network:
         Nothing enters the cache before `result()`, so probing the whole batch first finds
         what probing one state after the other would."""
         lookup = self.cache.lookup
-        results = [lookup(state.board.hash) for state in states]
+        results = [lookup(state.board.hash if state.net_komi is None else cache_key(state))
+                   for state in states]
         if not self.symmetric_lookups:
             return results
         early = [i for i, hit in enumerate(results)
@@ -117,7 +124,11 @@ class Network:
             return results
         lookup_first = self.cache.lookup_first
         for i, hashes in zip(early, symmetry_hashes_batch([states[i].board for i in early])):
-            found = lookup_first(hashes[1:])  # the 7 mirrors, 1..7, as LZ tries them
+            mirrors = hashes[1:]  # the 7 mirrors, 1..7, as LZ tries them
+            if states[i].net_komi is not None:
+                komi = komi_key(states[i].stm_komi)
+                mirrors = [h ^ komi for h in mirrors]
+            found = lookup_first(mirrors)
             if found is not None:
                 s, hit = found[0] + 1, found[1]
                 policy = remap_cached_policy(hit.policy, s)
@@ -130,6 +141,11 @@ class Network:
         seeded runs and the Leela Zero comparisons depend on that sequence)."""
         if symmetry is None:
             return [[self._rng.randrange(NUM_SYMMETRIES)] for _ in range(count)]
+        if isinstance(symmetry, (list, tuple)):  # one per state (dynamic komi's records)
+            if len(symmetry) != count or not all(0 <= int(s) < NUM_SYMMETRIES
+                                                 for s in symmetry):
+                raise ValueError(f"need {count} symmetries 0..7, not {symmetry!r}")
+            return [[int(s)] for s in symmetry]
         if symmetry in (AVERAGE, "avg"):
             return [list(range(NUM_SYMMETRIES)) for _ in range(count)]
         s = int(symmetry)
@@ -197,8 +213,9 @@ class Network:
 class PendingEvaluations:
     """A batch under way: `result()` waits for the backend, decodes and caches (once)."""
 
-    def __init__(self, network: Network, states, results, todo, pending):
+    def __init__(self, network: Network, states, results, todo, pending, write_cache=True):
         self._network = network
+        self._write_cache = write_cache
         self._states = states
         self._results = results
         self._todo = todo
@@ -213,8 +230,25 @@ class PendingEvaluations:
             insert = net.cache.insert
             for i, ev in zip(self._todo, net._decode(states, syms, logits, values)):
                 self._results[i] = ev
-                insert(self._states[i].board.hash, ev)
+                if self._write_cache:
+                    insert(cache_key(self._states[i]), ev)
         return self._results
+
+
+def komi_key(stm_komi: float) -> int:
+    """A 64-bit term mixed into the cache key of a position told komi `stm_komi` (dynamic
+    komi); 0 for 7.5, whose planes are the standard ones."""
+    if stm_komi == 7.5:
+        return 0
+    bits = int(np.float32(stm_komi).view(np.uint32))
+    return ((bits + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+
+
+def cache_key(state) -> int:
+    """The cache key of `state`: its board hash, mixed with its network komi if it has one."""
+    if state.net_komi is None:
+        return state.board.hash
+    return state.board.hash ^ komi_key(state.stm_komi)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
