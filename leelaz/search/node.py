@@ -220,14 +220,15 @@ class UCTNode:
         return None
 
     def select_child(self, color: int, fpu_reduction: float, c_puct: float, log_puct: float,
-                     log_const: float) -> UCTNode | None:
+                     log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
         """PUCT selection (hot path). Assumes the node has children.
 
         Npar is the sum of the valid children's visits, Pv the prior mass of the visited ones;
         FPU = net value for `color` - fpu_reduction * sqrt(Pv). A child waiting for its network
         evaluation (N = 0 with virtual loss) scores -1 - fpu_reduction + U, so another leaf is
         preferred. The first strictly best score wins, in child order. None when no child
-        is ACTIVE.
+        is ACTIVE. `dynamic_fpu` (the dynamic-komi modes): the FPU starts from this node's
+        running mean instead of its network value, once it has visits.
         """
         children = self.children
         parent_visits = 0
@@ -240,7 +241,8 @@ class UCTNode:
                     visited_policy += c.prior
         numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
         cn = c_puct * numerator
-        fpu = self.net_eval if color == BLACK else 1.0 - self.net_eval
+        base = self.black_wins / self.visits if dynamic_fpu and self.visits else self.net_eval
+        fpu = base if color == BLACK else 1.0 - base
         fpu -= fpu_reduction * math.sqrt(visited_policy)
         white = color == WHITE
         best = None
@@ -414,7 +416,7 @@ class RootSelector:
         return q + cn * c.prior / (1 + n)
 
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
-               log_puct: float, log_const: float) -> UCTNode | None:
+               log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
         touched = self.touched
         fresh = self.fresh
         for c in fresh:
@@ -423,11 +425,15 @@ class RootSelector:
                 self.policy = self._visited_policy()
                 break
         scores = self.scores
-        key = (node.visits, color, fpu_reduction, c_puct, log_puct, log_const, node.net_eval)
+        key = (node.visits, color, fpu_reduction, c_puct, log_puct, log_const, node.net_eval,
+               dynamic_fpu)
         if key != self.scored_for:
             parent_visits = node.visits - self.offset
             numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
-            fpu = node.net_eval if color == BLACK else 1.0 - node.net_eval
+            base = node.net_eval
+            if dynamic_fpu and node.visits:  # the running mean (dynamic komi)
+                base = node.black_wins / node.visits
+            fpu = base if color == BLACK else 1.0 - base
             fpu -= fpu_reduction * math.sqrt(self.policy)
             self.terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
             score = self._score

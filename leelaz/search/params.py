@@ -31,6 +31,8 @@ class SearchParams:
     fpu_root_reduction: float = 0.25  # same at the root; the search uses 0 when noise is on
     virtual_loss: int = 3  # virtual visits counted as losses per pending playout per node
     lcb_min_visit_ratio: float = 0.10  # LCB ordering needs visits > ratio * max child visits
+    dynamic_fpu: bool = False  # FPU from the parent's running mean (dynamic komi, --tg-dyn-fpu)
+    fixed_symmetry: int = -1  # --fixed-symmetry: 0..7 for every leaf evaluation, -1 random
 
     # --- limits (-p, -v, memory) ---
     max_playouts: int = UNLIMITED  # -p/--playouts; 0 on the command line means UNLIMITED

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
     """The node of `new_state` in the tree searched from `old_state`, reached by the moves
     played since (Leela Zero's advance_to_new_rootstate); None when anything does not match:
-    no old tree, another komi, an undo, a move out of turn or not in the tree."""
+    no old tree, another komi (or network komi), an undo, a move out of turn or not in the
+    tree."""
     node = root
-    if old_state is None or node is None or old_state.komi != new_state.komi:
+    if (old_state is None or node is None or old_state.komi != new_state.komi
+            or old_state.net_komi != new_state.net_komi):
         return None
     depth = new_state.move_num - old_state.move_num
     if depth < 0 or depth >= len(new_state.history):

@@ -29,7 +29,11 @@ Seams for drivers other than `run` (each step is public and takes the run's own 
   `search.finish(run)`.
 - Something to do between batches (dynamic komi): `run` calls `between_batches(run)` after
   every batch when it is set; `root_state` is the position the root stands for, and terminal
-  leaves are scored with its komi.
+  leaves are scored with its komi. The hook may replace `root` (a komi change discards the
+  tree); the loop reads it again.
+- Dynamic komi (`dynamic_komi`, search/dynkomi_search.DynamicKomi, None without the modes):
+  the run draws each leaf's symmetry through it (a collected position is re-evaluated under
+  its own), hands it the new leaves, and does not back up those --pos/--neg make invalid.
 """
 
 from __future__ import annotations
@@ -81,13 +85,14 @@ class LeafBatch:
     children, no value); done: terminal playouts already backed up during the collection;
     ratio: the expansion's prior cut-off when it was collected (memory pressure)."""
 
-    __slots__ = ("leaves", "done", "ratio", "pending")
+    __slots__ = ("leaves", "done", "ratio", "pending", "symmetries")
 
     def __init__(self, leaves: list, done: int, ratio: float):
         self.leaves = leaves
         self.done = done
         self.ratio = ratio
         self.pending = None
+        self.symmetries = None  # each leaf's, when the run chose them (dynamic komi)
 
     @property
     def states(self) -> list:
@@ -126,6 +131,10 @@ class SearchRun:
         self.progress_shown = 0  # centiseconds of the last on_progress call
         #: Called with the run after every batch when set (the dynamic-komi seam).
         self.between_batches: Callable[[SearchRun], None] | None = None
+        #: search/dynkomi_search.DynamicKomi in the dynamic-komi modes, else None.
+        self.dynamic_komi = search.dynamic_komi
+        #: The state the caller passed (dynamic komi writes an adjusted komi back to it).
+        self.caller_state = None
 
     def prepare(self) -> None:
         """Ready the root (search/root.py: expand it if needed, drop repeats, add noise) and
@@ -173,6 +182,7 @@ class SearchRun:
                 did = self._step(max(1, size))
             if self.between_batches is not None:
                 self.between_batches(self)
+                root = self.root  # a komi change replaces the tree
             if did:
                 stalled = 0
             else:
@@ -217,6 +227,11 @@ class SearchRun:
             self.submit(batch)
         return batch.done + len(batch.leaves) + self._drain(batch if batch.leaves else None)
 
+    def drain(self) -> int:
+        """Back up the batch in flight, if any (before something between batches changes
+        the tree: a dynamic-komi adjustment)."""
+        return self._drain()
+
     def _drain(self, replacement: LeafBatch | None = None) -> int:
         """Back up the batch in flight (if any) and put `replacement` in its place."""
         batch, self.in_flight = self.in_flight, replacement
@@ -243,6 +258,9 @@ class SearchRun:
             if kind == _VALUE:
                 backup(path, payload, vl)
                 self.playouts += 1
+                dk = self.dynamic_komi
+                if dk is not None and dk.debts:
+                    self.playouts += dk.pay_debts(path, payload)
                 done += 1
                 limit -= 1
                 continue
@@ -256,7 +274,13 @@ class SearchRun:
         """Hand the leaves' states to the evaluator; a failure takes their virtual loss off."""
         began = time.monotonic()
         try:
-            pending = self.evaluator.submit(batch.states)
+            if self.dynamic_komi is not None:  # a leaf is re-evaluated under its symmetry
+                batch.symmetries = self.dynamic_komi.symmetries(len(batch.leaves), self.rng)
+                pending = self.evaluator.submit(batch.states, batch.symmetries)
+            elif self.params.fixed_symmetry >= 0:  # --fixed-symmetry outside the modes
+                pending = self.evaluator.submit(batch.states, self.params.fixed_symmetry)
+            else:
+                pending = self.evaluator.submit(batch.states)
         except BaseException:
             self.forget(batch)
             raise
@@ -281,7 +305,7 @@ class SearchRun:
         per_leaf = pending.seconds / len(batch.leaves)
         self.leaf_seconds = per_leaf if not self.leaf_seconds else \
             0.8 * self.leaf_seconds + 0.2 * per_leaf
-        self._expand_and_backup(batch.leaves, evals, batch.ratio)
+        self._expand_and_backup(batch.leaves, evals, batch.ratio, batch.symmetries)
 
     def apply_evaluations(self, batch: LeafBatch, evals) -> None:
         """Expand each leaf from its evaluation (in the order of `batch.states`) and back its
@@ -293,7 +317,7 @@ class SearchRun:
             raise
         self._expand_and_backup(batch.leaves, evals, batch.ratio)
 
-    def _expand_and_backup(self, leaves, evals, ratio: float) -> None:
+    def _expand_and_backup(self, leaves, evals, ratio: float, symmetries=None) -> None:
         """Hot path: every leaf of a batch expanded, its value backed up."""
         vl = self.params.virtual_loss
         restrictions = self.restrictions
@@ -302,11 +326,16 @@ class SearchRun:
         else:  # memory pressure or restricted moves: the general expansion, one at a time
             values = [self.expand(path[-1], st, ev, ratio)
                       for (path, st, _), ev in zip(leaves, evals)]
-        for (path, _, kind), value in zip(leaves, values):
-            if kind == _LEAF:
+        dk = self.dynamic_komi
+        skip = dk.take_leaves(leaves, evals, symmetries, _LEAF) if dk is not None else ()
+        for i, ((path, _, kind), value) in enumerate(zip(leaves, values)):
+            if kind == _LEAF and i not in skip:
                 backup(path, value, vl)
                 self.playouts += 1
-            else:  # LZ goes on down from a re-expanded node; we let the next playout do so
+                if dk is not None and dk.debts:
+                    self.playouts += dk.pay_debts(path, value)
+            else:  # LZ goes on down from a re-expanded node; we let the next playout do so;
+                # an invalid leaf (--pos/--neg) keeps its value for FPU but is not backed up
                 for node in path:
                     node.virtual_loss -= vl
 
@@ -347,6 +376,7 @@ class SearchRun:
         vl = p.virtual_loss
         c_puct, log_puct, log_const = p.c_puct, p.log_puct, p.log_const
         fpu = p.root_fpu_reduction()
+        dynamic_fpu = p.dynamic_fpu
         root_state = self.root_state
         node = root = self.root
         node.virtual_loss += vl
@@ -357,7 +387,7 @@ class SearchRun:
         while True:
             if not node.expanded:
                 if board.passes >= 2:
-                    score = board.area_score(root_state.komi + root_state.handicap)
+                    score = board.area_score(root_state.scoring_komi)
                     return _VALUE, path, (1.0 if score > 0 else 0.0 if score < 0 else 0.5)
                 if node.virtual_loss > vl:
                     return _COLLISION, path, None  # already waiting in this batch
@@ -369,9 +399,10 @@ class SearchRun:
                 return _NOVALUE, path, None
             if node is root:
                 child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
-                                                  log_const)
+                                                  log_const, dynamic_fpu)
             else:
-                child = node.select_child(color, fpu, c_puct, log_puct, log_const)
+                child = node.select_child(color, fpu, c_puct, log_puct, log_const,
+                                          dynamic_fpu)
             if child is None:  # every child repeats a position
                 return _NOVALUE, path, None
             after = child.board

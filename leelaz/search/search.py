@@ -59,6 +59,9 @@ class Evaluator(Protocol):
 
     - `submit(states).result()` evaluates a batch: one call per batch of leaves.
     - `evaluate(states)` is the same at once (the root's single evaluation).
+    - Dynamic komi and --fixed-symmetry also pass `symmetry` (one 0..7 for all, or a list
+      with one per state; "average" for an invalid root's fallback), and dynamic komi's
+      trial evaluations `read_cache=False, write_cache=False`.
     - `asynchronous`: submit returns before the answer is computed (a GPU), so the search
       keeps one batch in flight while it collects the next.
     """
@@ -143,6 +146,9 @@ class UCTSearch:
         self.boards_left = MAX_KEPT_BOARDS
         #: The call under way (None between calls).
         self.current: SearchRun | None = None
+        #: search/dynkomi_search.DynamicKomi in the dynamic-komi modes (gtp/dynkomi_commands
+        #: sets it), else None: the search is Leela Zero 0.17's.
+        self.dynamic_komi = None
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -187,6 +193,8 @@ class UCTSearch:
             run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,
                             p.max_playouts if max_playouts is None else max_playouts, budget)
+            if self.dynamic_komi is not None:  # genmove adjusts in the first half of its budget
+                self.dynamic_komi.start_run(run, (budget, limits.playouts))
             self._run(run, limits, Progress(on_progress, progress_interval_cs, should_stop))
             return self.finish(run, nopass, noresign)
         except BaseException:
@@ -218,6 +226,10 @@ class UCTSearch:
             limits = Limits(p.max_visits if max_visits is None else max_visits,
                             p.max_playouts if max_playouts is None else max_playouts,
                             UNLIMITED, pondering=True)
+            if self.dynamic_komi is not None:  # lz-analyze (its tags) adjusts; pondering
+                # after genmove only collects
+                self.dynamic_komi.start_run(run, None if restrictions is not None
+                                            else "collect")
             self._run(run, limits, Progress(on_progress, progress_interval_cs, should_stop))
             self._end(run)
         except BaseException:
@@ -253,6 +265,7 @@ class UCTSearch:
         self._update_root(root_state)
         started = time.monotonic() if started is None else started
         self.current = SearchRun(self, root_state, color, started, restrictions)
+        self.current.caller_state = state
         return self.current
 
     def finish(self, run: SearchRun, nopass: bool = False,
@@ -283,6 +296,8 @@ class UCTSearch:
             if run.root.has_children():
                 run.run(limits, progress)
         finally:
+            if self.dynamic_komi is not None:
+                self.dynamic_komi.end()
             self._take_counts(run)
 
     def _end(self, run: SearchRun) -> None:
@@ -298,6 +313,7 @@ class UCTSearch:
         """The run's counters become the tree's (memory reports read them between calls)."""
         self.playouts, self.nodes = run.playouts, run.nodes
         self.boards_left, self.leaf_seconds = run.boards_left, run.leaf_seconds
+        self.root = run.root  # a new tree after a komi change (dynamic komi)
 
     # ------------------------------------------------------------------ reports
     def _dump_stats(self, root: UCTNode, color: int) -> None:
