@@ -4,7 +4,9 @@ Owns: the verb's command line, the scoreboard the parallel tables share, and `--
 Imports: click, leelaz.files, tools.match_games, tools.match_stats, leelaz.progress.
 
 A stand-in for gomill's ringmaster / gogui-twogtp / Leela Zero's validation tool:
-- colours alternate every game (engine 1 takes Black in games 1, 3, 5, ...);
+- colours alternate every game (engine 1 takes Black in games 1, 3, 5, ...), or engine 1
+  keeps one colour (--engine1-colour); --handicap N gives Black Leela Zero's fixed stones and
+  White the first move;
 - komi, board size 19, optional `time_settings` and extra start-up commands per engine;
 - games end by resignation, two passes, or the move cap; they are then scored by Tromp-Taylor
   area counting with leelaz's own rules code (the default; it also rejects illegal moves, with
@@ -16,7 +18,8 @@ A stand-in for gomill's ringmaster / gogui-twogtp / Leela Zero's validation tool
 - each game is written as an SGF file (atomically) when --sgf-dir is given;
 - the summary gives wins, the 95% confidence interval of the score, Elo = 400 log10(W/L) with
   its interval, and with --sprt a sequential test of elo0=0 against elo1=35 (alpha = beta =
-  0.05) that stops the match as soon as it decides;
+  0.05) that stops the match as soon as it decides, and engine 1's mean margin (with its
+  interval) over the games counted to the end;
 - --jobs N plays N games at once (each worker has its own engines, started lazily);
   --time-limit stops handing out games;
 - --first-game K numbers the games from K, so a match can be split over several runs (colours
@@ -39,12 +42,12 @@ import click
 from leelaz.files import write_text_atomic
 from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
-from leelaz.tools.match_stats import (elo, forfeit_line, score_interval, sprt_bounds,
-                                      sprt_decided, sprt_llr, summary)
+from leelaz.tools.match_stats import (elo, forfeit_line, margin_line, score_interval,
+                                      sprt_bounds, sprt_decided, sprt_llr, summary)
 from leelaz.progress import progress
 
-__all__ = ["command", "main", "play", "tally", "elo", "score_interval", "sprt_bounds",
-           "sprt_llr", "summary"]
+__all__ = ["command", "main", "play", "tally", "elo", "margin_line", "score_interval",
+           "sprt_bounds", "sprt_llr", "summary"]
 
 
 def engine1_score(game: GameRecord, name1: str) -> float:
@@ -52,6 +55,22 @@ def engine1_score(game: GameRecord, name1: str) -> float:
     if game.winner is None:
         return 0.5
     return 1.0 if (game.black if game.winner == "B" else game.white) == name1 else 0.0
+
+
+def engine1_margin(game: GameRecord, name1: str) -> float | None:
+    """Engine 1's signed score (points it won by, negative when it lost) for a game counted
+    to the end (RE B+x / W+x, 0 for a draw); None for a resignation, forfeit or no result."""
+    result = game.result
+    if result == "0":
+        return 0.0
+    if result[:2] not in ("B+", "W+"):
+        return None
+    try:
+        points = float(result[2:])
+    except ValueError:
+        return None
+    won = (game.black if result[0] == "B" else game.white) == name1
+    return points if won else -points
 
 
 class Scoreboard:
@@ -72,6 +91,8 @@ class Scoreboard:
         self.wins = 0.0
         self.played = 0
         self.forfeits: dict[str, dict[str, int]] = {settings.name1: {}, settings.name2: {}}
+        self.margins: list[float] = []  # engine 1's signed score in games counted to the end
+        self.resigned = 0
         self.stopped = False  # SPRT decided, or the match was interrupted
         self.closed = False  # interrupted: record nothing more
 
@@ -79,6 +100,11 @@ class Scoreboard:
         """Count a game (played here, or read back by --tally: the same arithmetic)."""
         self.played += 1
         self.wins += engine1_score(game, self.settings.name1)
+        margin = engine1_margin(game, self.settings.name1)
+        if margin is not None:
+            self.margins.append(margin)
+        elif game.result.endswith("+Resign"):
+            self.resigned += 1
         for name in (game.black, game.white):
             self.forfeits.setdefault(name, {})
         if game.ending.startswith("forfeit") and game.winner is not None:
@@ -159,6 +185,7 @@ def play(settings: MatchSettings) -> int:
             print("interrupted", file=sys.stderr, flush=True)
             for table in tables:
                 table.kill()
+    print(margin_line(settings.name1, board.margins, board.resigned))
     print(summary(settings.name1, board.wins, board.played, settings.sprt))
     if any(board.forfeits.values()):
         print(forfeit_line(board.forfeits))
@@ -190,6 +217,7 @@ def tally(settings: MatchSettings) -> int:
             continue
         board.add(game)
     print(f"{board.played} games from {len(paths)} files")
+    print(margin_line(settings.name1, board.margins, board.resigned))
     print(summary(settings.name1, board.wins, board.played, settings.sprt))
     print(forfeit_line(board.forfeits))
     return 0 if board.played else 1
@@ -256,11 +284,18 @@ Examples:
 @click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
               help="lz-gate: run seed (game i's seed derives from it).")
 @click.option("--json", "as_json", is_flag=True, help="lz-gate: print the result as JSON.")
+@click.option("--handicap", type=click.IntRange(0, 9), default=0,
+              help="fixed_handicap N (2..9) in every game, White moving first; the built-in "
+                   "referee gives White komi + N, as Leela Zero counts (GNU Go's chinese "
+                   "rules give komi only).")
+@click.option("--engine1-colour", type=click.Choice(["alternate", "black", "white"]),
+              default="alternate", show_default=True,
+              help="Engine 1's colour in every game (a handicap match: white).")
 @click.argument("more_dirs", nargs=-1, metavar="")
 def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit, tally_dirs,
             komi, time_settings, setup1, setup2, referee, sgf_dir, log_dir, max_moves, timeout,
             move_timeout, sprt, preset, weights1, weights2, out_dir, parallel, visits,
-            cpu_only, gpu, seed, as_json, more_dirs) -> int:
+            cpu_only, gpu, seed, as_json, handicap, engine1_colour, more_dirs) -> int:
     """Play a match between two GTP engines and report the score, Elo and an SPRT."""
     if preset == "lz-gate":
         return _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed,
@@ -269,13 +304,16 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
         raise click.UsageError(f"unexpected argument {more_dirs[0]!r}")
     if not tally_dirs and not (engine1 and engine2):
         raise click.UsageError("--engine1 and --engine2 are required (unless --tally)")
+    if handicap == 1:
+        raise click.UsageError("--handicap must be 2..9 stones (or 0 for even games)")
     settings = MatchSettings(
         engine1=engine1, engine2=engine2, name1=name1,
         name2=name2 + "'" if name1 == name2 else name2, games=games, first_game=first_game,
         jobs=jobs, time_limit=time_limit, komi=komi, time_settings=time_settings,
         setup1=list(setup1), setup2=list(setup2), referee=referee, sgf_dir=sgf_dir,
         log_dir=log_dir, max_moves=max_moves, timeout=timeout, move_timeout=move_timeout,
-        sprt=sprt, tally=list(tally_dirs) + list(more_dirs))
+        sprt=sprt, tally=list(tally_dirs) + list(more_dirs), handicap=handicap,
+        engine1_colour=engine1_colour)
     if settings.tally:
         return tally(settings)
     checks = [("--engine1", engine1), ("--engine2", engine2)]

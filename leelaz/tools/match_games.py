@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from leelaz.game.coords import BLACK, GTP_COLUMNS, PASS, WHITE, parse_gtp_vertex, sgf_vertex
+from leelaz.game.handicap import fixed_pattern, place_fixed_handicap
 from leelaz.game.state import GameState
 from leelaz.gtp.client import GtpClient, GtpErrorReply, GtpFailure, GtpTimeout
 
@@ -46,6 +47,8 @@ class MatchSettings:
     move_timeout: float = 600.0
     sprt: bool = False
     tally: list[str] = field(default_factory=list)
+    handicap: int = 0  # fixed_handicap N for every game (2..9; 0 = even games): White starts
+    engine1_colour: str = "alternate"  # "alternate", "black" or "white" in every game
 
 
 @dataclass
@@ -58,6 +61,7 @@ class GameRecord:
     result: str = ""  # SGF RE value
     reason: str = ""
     ending: str = ""  # SGF GC value: "resign", "score", "forfeit <cause>", "no result"
+    handicap: int = 0  # fixed handicap stones (SGF HA; AB lists them)
 
 
 def sgf_point(move: str) -> str:
@@ -74,6 +78,9 @@ def sgf_text(game: GameRecord) -> str:
     head = (f"(;GM[1]FF[4]CA[UTF-8]SZ[19]KM[{game.komi:g}]RU[Chinese]"
             f"PB[{_escape(game.black)}]PW[{_escape(game.white)}]RE[{_escape(game.result)}]"
             f"GC[{_escape(game.ending)}]C[{_escape(game.reason)}]")
+    if game.handicap:
+        stones = "".join(f"[{sgf_vertex(v)}]" for v in fixed_pattern(game.handicap))
+        head += f"HA[{game.handicap}]AB{stones}"
     body = "".join(f";{c}[{sgf_point(v)}]" + ("\n" if i % 10 == 9 else "")
                    for i, (c, v) in enumerate(game.moves))
     return head + "\n" + body + ")\n"
@@ -99,7 +106,8 @@ def read_game(path: str) -> GameRecord:
     komi = float(sgf_property(text, "KM") or 0)
     game = GameRecord(black, white, komi, result=result,
                       reason=sgf_property(text, "C") or "",
-                      ending=sgf_property(text, "GC") or "")
+                      ending=sgf_property(text, "GC") or "",
+                      handicap=int(sgf_property(text, "HA") or 0))
     game.winner = result[0].upper() if result[:2].upper() in ("B+", "W+") else None
     if not game.ending and result.endswith("+Forfeit"):
         game.ending = "forfeit unknown"  # written before GC recorded the cause
@@ -122,8 +130,12 @@ class RulesReferee:
 
     name = "tromp-taylor"
 
-    def __init__(self, komi: float):
+    def __init__(self, komi: float, handicap: int = 0):
+        """With a handicap, Leela Zero's fixed stones are placed and the count gives White
+        komi + one point per stone, as Leela Zero's final_score does."""
         self.state = GameState(komi=komi)
+        if handicap:
+            place_fixed_handicap(self.state, handicap)
 
     def play(self, color: str, move: str) -> bool:
         c = BLACK if color == "B" else WHITE
@@ -203,30 +215,47 @@ class MatchTable:
             ask(engine, command, s.timeout)
 
     def play_game(self, number: int) -> GameRecord:
-        """Game `number` (0-based): engine 1 is Black in even-numbered games."""
+        """Game `number` (0-based): engine 1 is Black in even-numbered games (or always the
+        colour --engine1-colour gives it). With --handicap N every engine and the referee get
+        `fixed_handicap N` after the komi, and White moves first."""
         s = self.settings
-        first_black = number % 2 == 0
+        first_black = {"black": True, "white": False}.get(s.engine1_colour, number % 2 == 0)
         black, white = (self.engines if first_black else self.engines[::-1])
-        game = GameRecord(black.name, white.name, s.komi)
+        game = GameRecord(black.name, white.name, s.komi, handicap=s.handicap)
         extras = {self.engines[0].name: s.setup1, self.engines[1].name: s.setup2}
         for engine in (black, white):
             try:
                 if not engine.alive():
                     engine.restart()
                 self._setup(engine, extras[engine.name])
+                self._handicap(engine)
             except GtpFailure as exc:
                 return self._forfeit(game, engine is black, f"setup failed: {exc}", "setup")
         if self.referee is not None:
             if not self.referee.alive():
                 self.referee.restart()
             self._setup(self.referee, [])
-        self.rules = RulesReferee(s.komi)
-        return self._play_moves(game, {"B": black, "W": white})
+            self._handicap(self.referee)
+        self.rules = RulesReferee(s.komi, s.handicap)
+        return self._play_moves(game, {"B": black, "W": white},
+                                "W" if s.handicap else "B")
 
-    def _play_moves(self, game: GameRecord, players: dict[str, GtpClient]) -> GameRecord:
+    def _handicap(self, engine: GtpClient) -> None:
+        """fixed_handicap N; the stones it reports must be Leela Zero's pattern (GNU Go and
+        Leela Zero place the same ones), or the engine cannot play this match."""
+        n = self.settings.handicap
+        if not n:
+            return
+        reply = ask(engine, f"fixed_handicap {n}", self.settings.timeout)
+        placed = {parse_gtp_vertex(v) for v in reply.split()}
+        if placed != set(fixed_pattern(n)):
+            raise GtpFailure(f"{engine.name} placed {reply!r} for fixed_handicap {n}", "error")
+
+    def _play_moves(self, game: GameRecord, players: dict[str, GtpClient],
+                    first: str = "B") -> GameRecord:
         s = self.settings
         passes = 0
-        color = "B"
+        color = first
         while True:
             mover = players[color]
             other = players["W" if color == "B" else "B"]

@@ -62,6 +62,19 @@ def summary(name1: str, wins: float, games: int, sprt: bool) -> str:
     return text
 
 
+def margin_line(name1: str, margins: list[float], resigned: int, z: float = 1.96) -> str:
+    """`margin of name1: +12.3 points (95% CI +8.1..+16.5) over 40 counted games; 3 ended by
+    resignation`: the mean signed score of engine 1 over the games counted to the end."""
+    n = len(margins)
+    if n == 0:
+        return f"margin of {name1}: no counted game; {resigned} ended by resignation"
+    mean = sum(margins) / n
+    var = sum((m - mean) ** 2 for m in margins) / (n - 1) if n > 1 else 0.0
+    half = z * math.sqrt(var / n)
+    return (f"margin of {name1}: {mean:+.1f} points (95% CI {mean - half:+.1f}.."
+            f"{mean + half:+.1f}) over {n} counted games; {resigned} ended by resignation")
+
+
 def forfeit_line(forfeits: dict[str, dict[str, int]]) -> str:
     """`forfeits: A 2 (crash 1, timeout 1); B 0`: who lost games without playing them out."""
     parts = []
