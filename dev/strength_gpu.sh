@@ -8,10 +8,21 @@
 #   bash dev/strength_gpu.sh parity   ours -v 200 -t 1 vs LZ -v 200 -t 1 --batchsize 1
 #   bash dev/strength_gpu.sh batch    ours -v 200 (default threads/batch) vs LZ -t 1
 #   bash dev/strength_gpu.sh gnugo    ours -v 400 vs GNU Go --level 10, komi 7.5
+#   bash dev/strength_gpu.sh handicap ours as White giving STONES (5) to GNU Go --level 10,
+#                                     komi 0.5, -v 800; DYN=1: with --handicap -r 0 --target-komi 0
+#   bash dev/strength_gpu.sh nonslack even games vs GNU Go --level 10, komi 7.5, -v 800,
+#                                     colours alternating; DYN=1: with --nonslack (the match
+#                                     prints the mean margin with its interval)
+#
+# handicap and nonslack are scored by GNU Go (REFEREE, `final_score` with --chinese-rules:
+# dead stones removed, White gets the komi and no point per handicap stone), since margins
+# and close handicap games depend on dead stones that Tromp-Taylor counts as alive. At 800
+# visits a dynamic-komi search collects the 200 positions of each colour an adjustment needs
+# (--adj-positions) within the first half of its visits; at 400 it rarely would.
 #
 # Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (dev/pack_reference_gpu.sh) and .gnugo/
 # (dev/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
-# HARD (560), VISITS (200/200/400), EXTRA1 / EXTRA2 (more args for ours / the reference),
+# HARD (560), VISITS (200/200/400/800/800), STONES (5), DYN (0), EXTRA1 / EXTRA2 (more args for ours / the reference),
 # OPENING (args for both LZ engines, default "-m 10 --precision single"; ours only "-m 10"
 # against GNU Go), OUT (/tmp/strength-out),
 # SPRT=1 (stop when SPRT(0,35) decides; off by default so that every run plays its games:
@@ -25,7 +36,8 @@ MODE=${1:-}
 case "$MODE" in
   parity|batch) GAMES=${GAMES:-100}; VISITS=${VISITS:-200} ;;
   gnugo) GAMES=${GAMES:-50}; VISITS=${VISITS:-400} ;;
-  *) echo "usage: $0 parity|batch|gnugo" >&2; exit 2 ;;
+  handicap|nonslack) GAMES=${GAMES:-100}; VISITS=${VISITS:-800} ;;
+  *) echo "usage: $0 parity|batch|gnugo|handicap|nonslack" >&2; exit 2 ;;
 esac
 JOBS=${JOBS:-14}; FIRST=${FIRST:-0}; LIMIT=${LIMIT:-480}; HARD=${HARD:-560}
 EXTRA1=${EXTRA1:-}; EXTRA2=${EXTRA2:-}; LOCAL=${LOCAL:-0}; SPRT=${SPRT:-0}
@@ -37,7 +49,8 @@ OPENING=${OPENING:--m 10 --precision single}
 OUT=${OUT:-/tmp/strength-out}; mkdir -p "$OUT"
 NET=$PWD/weights/leelaz-6x128.txt.gz
 W=/tmp/match-$MODE; rm -rf "$W"; mkdir -p "$W/sgf" "$W/logs"
-TAG=$MODE-$FIRST
+STONES=${STONES:-5}; DYN=${DYN:-0}
+TAG=$MODE$([ "$DYN" = 1 ] && echo -dyn)-$FIRST
 REPORT=$OUT/$TAG.txt
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 
@@ -67,6 +80,18 @@ case "$MODE" in
           ENGINE2="$LZ -g -w $NET --noponder -v $VISITS -t 1 --batchsize 1 $OPENING $EXTRA2" ;;
   gnugo)  OURS_ARGS="${OPENING%% --precision*}"; NAME2=gnugo-3.8
           ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
+  handicap) OURS_ARGS="${OPENING%% --precision*}"; NAME2=gnugo-3.8
+          [ "$DYN" = 1 ] && OURS_ARGS="$OURS_ARGS --handicap -r 0 --target-komi 0"
+          ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
+  nonslack) OURS_ARGS="${OPENING%% --precision*}"; NAME2=gnugo-3.8
+          [ "$DYN" = 1 ] && OURS_ARGS="$OURS_ARGS --nonslack"
+          ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
+esac
+case "$MODE" in
+  handicap) KOMI=0.5; GAME_ARGS="--handicap $STONES --engine1-colour white"
+            REFEREE=${REFEREE:-$GNUGO --mode gtp --chinese-rules} ;;
+  nonslack) KOMI=7.5; GAME_ARGS=""; REFEREE=${REFEREE:-$GNUGO --mode gtp --chinese-rules} ;;
+  *) KOMI=7.5; GAME_ARGS=""; REFEREE=${REFEREE:-} ;;
 esac
 OURS_ARGS="$CPU $OURS_ARGS $EXTRA1"
 ENGINE1="python3 -m leelaz -g -w $NET --noponder -v $VISITS $OURS_ARGS"
@@ -87,7 +112,8 @@ fi
 timeout -s INT -k 20 $((HARD - SECONDS)) python3 -m leelaz match \
   --engine1 "$ENGINE1" --engine2 "$ENGINE2" --name1 leelaz --name2 "$NAME2" \
   --games "$GAMES" --first-game "$FIRST" --jobs "$JOBS" --time-limit "$(( LIMIT > SECONDS + 1 ? LIMIT - SECONDS : 1 ))" \
-  --komi 7.5 --sgf-dir "$W/sgf" --log-dir "$W/logs" $([ "$SPRT" = 1 ] && echo --sprt) 2>&1 | tee -a "$REPORT"
+  --komi "$KOMI" $GAME_ARGS --referee "$REFEREE" \
+  --sgf-dir "$W/sgf" --log-dir "$W/logs" $([ "$SPRT" = 1 ] && echo --sprt) 2>&1 | tee -a "$REPORT"
 echo "match: rc ${PIPESTATUS[0]}, $SECONDS s" | tee -a "$REPORT"
 
 # Same moves in two games would mean the engines are deterministic and the games not
