@@ -52,7 +52,8 @@ import numpy as np
 import pyopencl as cl
 
 from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_KOMI_BYTES, PACKED_ROW,
-                                  POLICY_OUTPUTS, VALUE_HIDDEN, Backend, BackendUnavailable, ConvBN, NetWeights)
+                                  POLICY_OUTPUTS, VALUE_HIDDEN, Backend, BackendUnavailable,
+                                  ConvBN, NetWeights)
 from leelaz.backends.check_backend import SelfCheckError, check_error, raise_if_apart  # noqa: F401
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
 from leelaz.backends.device_choice import pick_device
