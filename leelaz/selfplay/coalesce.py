@@ -28,7 +28,7 @@ import threading
 
 import numpy as np
 
-from leelaz.backends.base import PACKED_ROW, Backend
+from leelaz.backends.base import PACKED_KOMI_BYTES, PACKED_ROW, Backend
 
 
 class SelfplayStopped(Exception):
@@ -166,8 +166,14 @@ class BatchCoalescer:
         backend = self.backend
         if self.packed:
             boxes = b"".join(r.packed[:r.rows * PACKED_ROW] for r in batch)
-            pairs = b"".join(r.packed[r.rows * PACKED_ROW:] for r in batch)
-            return backend.submit_packed(boxes + pairs, total), total
+            pairs = b"".join(r.packed[r.rows * PACKED_ROW:r.rows * (PACKED_ROW + 2)]
+                             for r in batch)
+            packed = boxes + pairs
+            if any(len(r.packed) > r.rows * (PACKED_ROW + 2) for r in batch):
+                # dynamic komi: the colour-plane section, zeros (unflagged) where absent
+                packed += b"".join(r.packed[r.rows * (PACKED_ROW + 2):]
+                                   or bytes(PACKED_KOMI_BYTES * r.rows) for r in batch)
+            return backend.submit_packed(packed, total), total
         planes = batch[0].planes if len(batch) == 1 else \
             np.concatenate([r.planes for r in batch])
         return backend.submit(planes), total
