@@ -1,0 +1,215 @@
+"""`leelaz zero DIR`: the Zero loop (self-play -> train -> gate -> promote) on a run folder.
+
+    leelaz zero runs/z1 --size 6x64 -v 200 --games-per-gen 500 --generations 5
+    leelaz zero runs/z1                     # the same run again: continues where it stopped
+    leelaz zero runs/z1 --ray auto          # self-play and matches as Ray tasks
+    leelaz zero runs/z1 --status            # the generation table and runs/z1/status.png
+
+Owns: the command line, its checks (each bad input is one line on stderr and exit status 1,
+before anything in DIR is changed), creating the starting network, and wiring the run folder,
+the executor and the loop together. The loop itself is leelaz.zero.loop.
+
+Imports: click, leelaz.zero.*, leelaz.tools.weights (the seeded random starting network).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import click
+
+from leelaz.zero.local_executor import JobFailed, LocalExecutor, local_gpu_present
+from leelaz.zero.loop import Settings, ZeroLoop, machine_defaults
+from leelaz.zero.rundir import RunDir, RunError, network_size
+
+DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text or "")
+    if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
+        raise RunError(f"--size {text!r}: give BLOCKSxFILTERS, e.g. 6x64")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _check_start(run: RunDir, size: str | None, weights: str | None) -> tuple[int, int]:
+    """The run's (blocks, filters), checking --size and -w against each other and DIR."""
+    wanted = parse_size(size) if size else None
+    if weights is not None:
+        from_file = network_size(weights)
+        if wanted and wanted != from_file:
+            raise RunError(f"-w {weights} is a {from_file[0]}x{from_file[1]} network, "
+                           f"not --size {size}")
+        wanted = from_file
+    if run.exists():
+        info = run.info()
+        if wanted and wanted != (info.blocks, info.filters):
+            raise RunError(f"{run.root} is a run of {info.size} networks, not "
+                           f"{wanted[0]}x{wanted[1]}; use another DIR")
+        return info.blocks, info.filters
+    return wanted or parse_size(DEFAULT_SIZE)
+
+
+def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int):
+    """Write the starting network and run.json (last)."""
+    if weights is not None:
+        return run.create(weights, *size, seed=seed)
+    from leelaz.tools.weights import make_random_weights
+
+    tmp = run.root / f".start-{os.getpid()}.gz"
+    try:
+        make_random_weights(str(tmp), size[0], size[1], seed)
+        return run.create(str(tmp), *size, seed=seed)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def run_zero(directory: str, opts: dict) -> int:
+    run = RunDir(os.path.abspath(directory))
+    if opts["status"]:
+        return show_status(run)
+    if opts["ray"] is not None:
+        from leelaz.zero.ray_executor import import_ray
+        import_ray()  # say what to install before touching DIR
+    size = _check_start(run, opts["size"], opts["weights"])
+    run.check_usable()
+    run.lock()
+    executor = None
+    try:
+        if opts["ray"] is not None:
+            from leelaz.zero.ray_executor import RayExecutor
+            executor = RayExecutor(opts["ray"], workers=opts["workers"] or 1,
+                                   worker_cpus=opts["worker_cpus"])
+        else:
+            executor = LocalExecutor(workers=opts["workers"] or 1)
+        if run.exists():
+            info = run.info()
+            removed = run.remove_temporaries()
+            run.log(f"resumed ({removed} temporary file(s) of killed writers removed)")
+        else:
+            info = _create(run, size, opts["weights"], opts["seed"])
+            run.log(f"created: {info.size}, starting network {info.start}")
+        settings = _settings(opts, executor)
+        _say(f"leelaz zero {run.root}: {info.size}, best {run.best()[:12]}, "
+             f"{executor.describe()}; {settings.games_per_gen} games/generation at "
+             f"{settings.visits} visits, window {settings.window} games, {settings.steps} "
+             f"steps of {settings.batch}, " + ("SPRT gating" if settings.gate else "no gating"))
+        ZeroLoop(run, info, settings, executor, _say).run_until_done()
+        _say(status_table(run))
+        return 0
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+def _settings(opts: dict, executor) -> Settings:
+    has_gpu = executor.has_gpu()
+    if has_gpu is None:
+        has_gpu = not opts["cpu_only"] and local_gpu_present()
+    sized = machine_defaults(has_gpu)
+    pick = {k: opts[k] if opts.get(k) is not None else v for k, v in sized.items()}
+    return Settings(visits=opts["visits"], match_visits=opts["match_visits"],
+                    games_per_gen=pick["games_per_gen"], generations=opts["generations"],
+                    window=pick["window"], steps=pick["steps"], batch=pick["batch"],
+                    lr=opts["lr"], gate=not opts["no_gate"], match_games=opts["match_games"],
+                    parallel=pick["parallel"], workers=opts["workers"] or 1,
+                    cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
+                    progress=not opts["quiet"])
+
+
+def status_table(run: RunDir) -> str:
+    from leelaz.zero.status import table
+    return table(run)
+
+
+def show_status(run: RunDir) -> int:
+    from leelaz.zero.status import plot
+
+    if not run.exists():
+        raise RunError(f"{run.root} is not a leelaz zero run (no run.json)")
+    print(status_table(run))
+    try:
+        print(f"Elo plot: {plot(run)}")
+    except ImportError:
+        _say("no plot: matplotlib is not installed (pip install 'leelaz[zero]')")
+    except OSError as exc:
+        _say(f"no plot: cannot write it in {run.root}: {exc.strerror or exc}")
+    return 0
+
+
+@click.command("zero", context_settings={"help_option_names": ["-h", "--help"],
+                                         "max_content_width": 100})
+@click.argument("directory", metavar="DIR")
+@click.option("-v", "--visits", type=click.IntRange(1, None), default=1601, show_default=True,
+              help="Self-play visits per move (autogtp's).")
+@click.option("--match-visits", type=click.IntRange(1, None), default=1600, show_default=True,
+              help="Visits per move in gating matches (the LZ server's).")
+@click.option("--games-per-gen", type=click.IntRange(1, None), default=None,
+              help="New self-play games per generation [default: 256 with a GPU, else 32].")
+@click.option("--generations", type=click.IntRange(0, None), default=None,
+              help="Stop once the run has N generations [default: run until interrupted].")
+@click.option("--window", type=click.IntRange(1, None), default=None,
+              help="Train on the chunks of the newest N games [default: 8 generations].")
+@click.option("--steps", type=click.IntRange(1, None), default=None,
+              help="Training steps per generation [default: 1000 with a GPU, else 100].")
+@click.option("--batch", type=click.IntRange(1, None), default=None,
+              help="Training batch size [default: 256 with a GPU, else 64].")
+@click.option("--lr", type=click.FloatRange(0, None, min_open=True), default=None,
+              help="Learning rate [default: the trainer's].")
+@click.option("--size", default=None, metavar="BLOCKSxFILTERS",
+              help=f"Network size of a new run's random start [default: {DEFAULT_SIZE}].")
+@click.option("-w", "--weights", default=None, metavar="FILE",
+              help="Start a new run from this network instead of a random one.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
+              help="Seed of the random starting network and of the games.")
+@click.option("--no-gate", is_flag=True,
+              help="Promote every candidate without a match (minigo and KataGo's style).")
+@click.option("--match-games", type=click.IntRange(1, None), default=400, show_default=True,
+              help="Most games in a gating match (SPRT usually stops earlier).")
+@click.option("--parallel", type=click.IntRange(1, None), default=None,
+              help="Games in flight per worker, leaves batched [default: 64 with a GPU, else 8].")
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="Self-play jobs at once (processes, or Ray tasks) [default: 1].")
+@click.option("--worker-cpus", type=click.FloatRange(0, None), default=1.0, show_default=True,
+              help="CPUs a Ray worker reserves.")
+@click.option("--ray", default=None, metavar="auto|ADDRESS",
+              help="Run self-play and matches on Ray: 'auto' (this machine's cluster, else a "
+                   "private one) or a cluster's HOST:PORT.")
+@click.option("--cpu-only", is_flag=True, help="Self-play and matches without OpenCL.")
+@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
+              help="OpenCL device(s) for self-play and matches (repeatable).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.option("--status", is_flag=True,
+              help="Print the generation table, write DIR/status.png (Elo plot) and exit.")
+def command(directory: str, **opts) -> None:
+    """Self-play, train, gate and promote networks in DIR, resuming whatever is there."""
+    try:
+        code = run_zero(directory, opts)
+    except (RunError, JobFailed) as exc:
+        first, _, rest = str(exc).partition("\n")
+        if rest and os.path.isdir(directory):
+            try:
+                RunDir(directory).log("error: " + str(exc))
+            except OSError:
+                pass
+        click.echo(f"leelaz zero: {first}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("leelaz zero: interrupted; run the same command to continue", err=True)
+        sys.exit(130)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    command.main(args=argv, prog_name="leelaz zero")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The units of work of the Zero loop, run by a worker: plain functions of a dict.
+
+The same functions run in a local child process (local_executor.py) and as Ray tasks or in the
+trainer actor (ray_executor.py), so the two modes differ only in where a job runs. A spec is a
+dict of plain values (paths, counts, seeds) so that it pickles anywhere; a job returns a small
+dict too, but the files it writes are the truth: the loop counts games from their SGFs and
+reads the match from result.json, never from a return value alone.
+
+Every job is idempotent under retry: self-play resumes the games already finished in its own
+folder (play_selfplay counts them towards its target), a match resumes from its SGFs, the
+trainer from its checkpoint. A job killed mid-way therefore loses only the games in flight.
+
+Imports: leelaz.selfplay and leelaz.training.trainer (inside the functions: a worker imports
+only what its job needs; torch is loaded only by the trainer).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class SharedFolderMissing(RuntimeError):
+    """The run folder is not visible where the job runs (a Ray node without the shared disk)."""
+
+
+def _check_run_folder(spec: dict) -> None:
+    marker = os.path.join(spec["run_dir"], "run.json")
+    if not os.path.isfile(marker):
+        raise SharedFolderMissing(
+            f"the run folder {spec['run_dir']} is not visible on this worker's machine: with "
+            "Ray on several machines it must be on a filesystem all nodes share")
+
+
+def selfplay_job(spec: dict) -> dict:
+    """Play this job's share of a generation's self-play games into spec['out_dir']."""
+    from leelaz.selfplay import play_selfplay
+
+    _check_run_folder(spec)
+    os.makedirs(spec["out_dir"], exist_ok=True)
+    summary = play_selfplay(spec["weights"], spec["out_dir"], spec["games"],
+                            visits=spec["visits"], parallel=spec["parallel"],
+                            seed=spec["seed"], cpu_only=spec["cpu_only"],
+                            gpus=tuple(spec["gpus"]), progress=spec.get("progress", False))
+    return {"out_dir": spec["out_dir"], "summary": repr(summary)}
+
+
+def match_job(spec: dict) -> dict:
+    """Play the gating match (candidate = A, best = B) into spec['out_dir'] with SPRT."""
+    from leelaz.selfplay import play_match
+
+    _check_run_folder(spec)
+    os.makedirs(spec["out_dir"], exist_ok=True)
+    result = play_match(spec["candidate"], spec["best"], spec["out_dir"],
+                        max_games=spec["max_games"], sprt=True, visits=spec["visits"],
+                        parallel=spec["parallel"], seed=spec["seed"],
+                        cpu_only=spec["cpu_only"], gpus=tuple(spec["gpus"]),
+                        progress=spec.get("progress", False))
+    return {"wins": int(result.wins), "losses": int(result.losses), "draws": int(result.draws),
+            "games": int(result.games), "llr": float(result.llr), "decision": result.decision}
+
+
+def train_job(spec: dict) -> dict:
+    """Train the candidate from the best network on the window's chunks (resumable)."""
+    from leelaz.training.trainer import train
+
+    _check_run_folder(spec)
+    kwargs = {} if spec.get("lr") is None else {"lr": spec["lr"]}
+    result = train(spec["data"], spec["out_dir"], blocks=spec["blocks"],
+                   filters=spec["filters"], init_weights=spec["init_weights"],
+                   steps=spec["steps"], batch=spec["batch"], seed=spec["seed"],
+                   device=spec.get("device", "auto"), resume=True,
+                   progress=spec.get("progress", False), **kwargs)
+    return {"weights_path": os.fspath(result.weights_path), "steps_done": int(result.steps_done)}
+
+
+class TrainerActor:
+    """The trainer as one Ray actor (it holds the GPU share it was given while it trains)."""
+
+    def train(self, spec: dict) -> dict:
+        return train_job(spec)
+
+
+#: Job names -> functions, so an executor can be told a job by name.
+JOBS = {"selfplay": selfplay_job, "match": match_job, "train": train_job}

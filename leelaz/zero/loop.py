@@ -1,0 +1,267 @@
+"""The generation loop of `leelaz zero`: self-play -> train -> gate -> promote, resumable.
+
+One generation, as Leela Zero's server and autogtp did it between them, on one run folder:
+1. self-play with the best network until the generation has `games_per_gen` finished games
+   (split into one job per worker, each job in its own folder, so a rerun or a Ray retry of a
+   job resumes exactly its own games);
+2. train a candidate from the best network on a sliding window of the most recent games'
+   chunks (LZ: the last 250k-500k games; here `window` games), `steps` steps; the window is
+   fixed in train/gNNNN/window.txt before training starts, so a resumed trainer sees the same
+   data as the one that was killed;
+3. gate: an SPRT match candidate vs best (the server's rule: Elo 0/35, alpha = beta = 0.05),
+   unless gating is off (minigo and KataGo's style: every candidate is promoted);
+4. promote: `best` names the candidate if it passed (H1), else it stays.
+
+The generation record (generations/NNNN.json) is rewritten after each phase and is the only
+place that says a phase is done; `best` is rewritten before the record says "done", so a kill
+between the two repeats an idempotent promotion. Everything a phase produced before the kill
+is found again from its files: finished games from their SGFs, the trainer from its
+checkpoint, the match from its SGFs. `generations` counts all generations of the run, so the
+same command rerun after a kill (or a time limit) goes on until the run has that many.
+
+Imports: leelaz.zero.rundir, leelaz.files; tqdm if installed (progress bars).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from leelaz.files import write_text_atomic
+from leelaz.zero.local_executor import JobFailed
+from leelaz.zero.rundir import RunDir, RunInfo, finished_games
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the loop plays and trains; may change between invocations of the same run
+    (a generation keeps the values it started a phase with)."""
+
+    visits: int = 1601  # self-play visits per move (autogtp's -v 1601)
+    match_visits: int = 1600  # gating match visits (the server's 1600)
+    games_per_gen: int = 64  # new self-play games before each training
+    generations: int | None = None  # stop when the run has this many; None = never
+    window: int = 512  # games (newest first) whose chunks the trainer samples
+    steps: int = 100  # training steps per generation
+    batch: int = 64  # training batch size
+    lr: float | None = None  # None: the trainer's default
+    gate: bool = True  # False: promote every candidate (no match)
+    match_games: int = 400  # the server's cap on a gating match
+    parallel: int = 8  # games in flight per worker, their leaves batched together
+    workers: int = 1  # self-play jobs at once
+    cpu_only: bool = False
+    gpus: tuple[int, ...] = ()
+    progress: bool = True
+
+
+def machine_defaults(has_gpu: bool) -> dict:
+    """Defaults sized for the machine: on a GPU many games in flight per worker (the batch
+    that feeds it), bigger generations and a longer training per generation; on CPUs small
+    ones, so that a generation takes minutes rather than hours."""
+    if has_gpu:
+        return dict(games_per_gen=256, parallel=64, steps=1000, batch=256, window=2048)
+    return dict(games_per_gen=32, parallel=8, steps=100, batch=64, window=256)
+
+
+class _Bar:
+    """A tqdm bar when tqdm is there and wanted; silent otherwise."""
+
+    def __init__(self, total: int, desc: str, initial: int, enabled: bool):
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+                self._bar = tqdm(total=total, desc=desc, initial=initial, unit="game",
+                                 dynamic_ncols=True, leave=True)
+            except ImportError:
+                pass
+
+    def update_to(self, n: int) -> None:
+        if self._bar is not None and n != self._bar.n:
+            self._bar.update(n - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class ZeroLoop:
+    """Runs generations on a RunDir with an executor (local processes or Ray)."""
+
+    def __init__(self, run: RunDir, info: RunInfo, settings: Settings, executor,
+                 say: Callable[[str], None]):
+        self.run, self.info, self.s, self.executor = run, info, settings, executor
+        self._say = say
+
+    def say(self, line: str) -> None:
+        self.run.log(line)
+        self._say(line)
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run_until_done(self) -> int:
+        """Run generations until the run has `generations` of them; the number finished now."""
+        finished = 0
+        while True:
+            records = self.run.generations()
+            done = sum(1 for r in records if r.get("done"))
+            if self.s.generations is not None and done >= self.s.generations:
+                return finished
+            if records and not records[-1].get("done"):
+                record = records[-1]
+                self.say(f"generation {record['gen']}: resuming")
+            else:
+                record = self._new_generation(records[-1]["gen"] + 1 if records else 1)
+            self.generation(record)
+            finished += 1
+
+    def _new_generation(self, gen: int) -> dict:
+        record = {"gen": gen, "best": self.run.best(), "done": False,
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        self.run.save_generation(record)
+        self.say(f"generation {gen}: self-play with {record['best'][:12]}")
+        return record
+
+    def generation(self, record: dict) -> None:
+        if not record.get("selfplay", {}).get("done"):
+            self.selfplay(record)
+        if not record.get("train", {}).get("done"):
+            self.train(record)
+        if not record.get("gate", {}).get("done"):
+            self.gate(record)
+        self.promote(record)
+
+    def _seed(self, gen: int, part: int) -> int:
+        return (self.info.seed * 1_000_003 + gen * 1_009 + part) % 2**63
+
+    # ---- 1. self-play ---------------------------------------------------------------------
+    def selfplay(self, record: dict) -> None:
+        gen, best = record["gen"], record["best"]
+        folder = self.run.selfplay_dir(gen, best)
+        sp = record.setdefault("selfplay", {})
+        if "jobs" not in sp:  # fixed once: a rerun with other --workers resumes the same jobs
+            n, k = self.s.games_per_gen, max(1, min(self.s.workers, self.s.games_per_gen))
+            sp.update(dir=str(folder.relative_to(self.run.root)), visits=self.s.visits,
+                      jobs=[n // k + (1 if i < n % k else 0) for i in range(k)],
+                      seconds=0.0, played=0)
+            self.run.save_generation(record)
+        specs = [dict(run_dir=str(self.run.root), weights=str(self.run.network_path(best)),
+                      out_dir=str(folder / f"j{i:02d}"), games=games, visits=sp["visits"],
+                      parallel=self.s.parallel, seed=self._seed(gen, i),
+                      cpu_only=self.s.cpu_only, gpus=list(self.s.gpus))
+                 for i, games in enumerate(sp["jobs"])]
+        target = sum(sp["jobs"])
+        before = len(finished_games(folder))
+        start = time.monotonic()
+        bar = _Bar(target, f"gen {gen} self-play", before, self.s.progress)
+        try:
+            self.executor.run("selfplay", specs,
+                              tick=lambda: bar.update_to(len(finished_games(folder))))
+        finally:
+            bar.close()
+        games = len(finished_games(folder))
+        if games < target:
+            raise JobFailed(f"generation {gen}: self-play ended with {games} of {target} "
+                            f"games in {folder}")
+        seconds = time.monotonic() - start
+        sp.update(games=games, seconds=sp["seconds"] + seconds,
+                  played=sp["played"] + games - before, done=True)
+        self.run.save_generation(record)
+        rate = 3600 * sp["played"] / sp["seconds"] if sp["seconds"] > 0 else 0.0
+        self.say(f"generation {gen}: {games} self-play games ({games - before} now, in "
+                 f"{seconds:.0f} s; {rate:.0f} games/hour)")
+
+    # ---- 2. training ----------------------------------------------------------------------
+    def window(self, gen: int) -> tuple[list[str], int]:
+        """Chunks of the newest `window` finished games up to generation `gen` (relative to
+        DIR), and how many games they are."""
+        chunks: list[str] = []
+        games = 0
+        for record in reversed([r for r in self.run.generations() if r["gen"] <= gen]):
+            folder = self.run.root / record.get("selfplay", {}).get("dir", "-")
+            for _sgf, game_chunks in reversed(finished_games(folder)):
+                if games >= self.s.window:
+                    return chunks, games
+                chunks += [str(c.relative_to(self.run.root)) for c in game_chunks]
+                games += 1
+        return chunks, games
+
+    def train(self, record: dict) -> None:
+        gen, best = record["gen"], record["best"]
+        folder = self.run.train_dir(gen)
+        folder.mkdir(parents=True, exist_ok=True)
+        tr = record.setdefault("train", {})
+        window_file = folder / "window.txt"
+        if "steps" not in tr or not window_file.is_file():
+            chunks, games = self.window(gen)
+            write_text_atomic(window_file, "".join(c + "\n" for c in chunks))
+            tr.update(steps=self.s.steps, batch=self.s.batch, window_games=games,
+                      window_chunks=len(chunks), seconds=0.0)
+            self.run.save_generation(record)
+        data = [str(self.run.root / c) for c in window_file.read_text().split("\n") if c]
+        self.say(f"generation {gen}: training {tr['steps']} steps (batch {tr['batch']}) on "
+                 f"{tr['window_games']} games from {best[:12]}")
+        spec = dict(run_dir=str(self.run.root), data=data, out_dir=str(folder),
+                    blocks=self.info.blocks, filters=self.info.filters,
+                    init_weights=str(self.run.network_path(best)), steps=tr["steps"],
+                    batch=tr["batch"], lr=self.s.lr, seed=self._seed(gen, 999),
+                    progress=self.s.progress and self.executor.name == "local")
+        start = time.monotonic()
+        result = self.executor.train(spec)
+        candidate = self.run.add_network(result["weights_path"])
+        tr.update(candidate=candidate, steps_done=result["steps_done"], done=True,
+                  seconds=tr["seconds"] + time.monotonic() - start)
+        self.run.save_generation(record)
+        self.say(f"generation {gen}: candidate {candidate[:12]} after "
+                 f"{result['steps_done']} steps")
+
+    # ---- 3. gating ------------------------------------------------------------------------
+    def gate(self, record: dict) -> None:
+        gen, best, candidate = record["gen"], record["best"], record["train"]["candidate"]
+        gate = record.setdefault("gate", {})
+        if "gated" not in gate:
+            folder = self.run.match_dir(gen, candidate, best)
+            gate.update(gated=self.s.gate, dir=str(folder.relative_to(self.run.root)),
+                        max_games=self.s.match_games, visits=self.s.match_visits,
+                        seconds=0.0)
+            self.run.save_generation(record)
+        if not gate["gated"]:
+            gate["done"] = True
+            self.run.save_generation(record)
+            return
+        folder = self.run.root / gate["dir"]
+        self.say(f"generation {gen}: match {candidate[:12]} (candidate) vs "
+                 f"{best[:12]} (best), SPRT, at most {gate['max_games']} games")
+        spec = dict(run_dir=str(self.run.root), candidate=str(self.run.network_path(candidate)),
+                    best=str(self.run.network_path(best)), out_dir=str(folder),
+                    max_games=gate["max_games"], visits=gate["visits"],
+                    parallel=self.s.parallel, seed=self._seed(gen, 777),
+                    cpu_only=self.s.cpu_only, gpus=list(self.s.gpus))
+        start = time.monotonic()
+        bar = _Bar(gate["max_games"], f"gen {gen} match", 0, self.s.progress)
+
+        def tick() -> None:
+            bar.update_to(len(list(folder.rglob("[!.]*.sgf"))) if folder.is_dir() else 0)
+        try:
+            result = self.executor.run("match", [spec], tick=tick, at_once=1)[0]
+        finally:
+            bar.close()
+        gate.update(result, done=True, seconds=gate["seconds"] + time.monotonic() - start)
+        self.run.save_generation(record)
+        self.say(f"generation {gen}: match {result['wins']}-{result['losses']}"
+                 f"{'-%d' % result['draws'] if result['draws'] else ''} in "
+                 f"{result['games']} games, LLR {result['llr']:.2f}, "
+                 f"decision {result['decision'] or 'none'}")
+
+    # ---- 4. promotion ---------------------------------------------------------------------
+    def promote(self, record: dict) -> None:
+        gate, candidate = record["gate"], record["train"]["candidate"]
+        promoted = (not gate["gated"]) or gate.get("decision") == "H1"
+        if promoted:
+            self.run.set_best(candidate)  # before "done": a kill here repeats this, harmlessly
+        record.update(promoted=promoted, done=True,
+                      finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        self.run.save_generation(record)
+        self.say(f"generation {record['gen']}: "
+                 + (f"promoted {candidate[:12]}" if promoted
+                    else f"rejected {candidate[:12]}; best stays {record['best'][:12]}"))

@@ -1,0 +1,147 @@
+"""Runs the loop's jobs on Ray: self-play and matches as tasks, the trainer as one actor.
+
+`--ray auto` joins the Ray cluster started on this machine (`ray start --head`) if there is
+one, else starts a private one for the life of the loop; `--ray HOST:PORT` joins that cluster.
+Ray is the distributed engine (an optional extra): nothing here is a server of our own.
+
+Each self-play job is one task that plays its share of games, many at once with batched
+leaves, with a GPU share (1/workers of the cluster's GPUs, so K workers time-share one card)
+when the cluster has GPUs. A task whose worker process or node dies is retried by Ray
+(max_retries): the retry resumes the same job folder, so the games it had finished stay and
+only the games in flight are lost. Application errors are not retried: JobFailed.
+
+The files are the results: workers write into the run folder (by atomic renames), which must
+therefore be on a filesystem every node sees; a job on a node without it fails with one clear
+line (jobs.SharedFolderMissing).
+
+Imports: ray (optional), leelaz.zero.jobs, leelaz.zero.local_executor (JobFailed); stdlib.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Callable
+
+from leelaz.zero.jobs import JOBS, TrainerActor
+from leelaz.zero.local_executor import JobFailed
+from leelaz.zero.rundir import RunError
+
+INSTALL_HINT = "pip install 'leelaz[zero]'"
+#: How many times Ray reruns a task or restarts the trainer whose process or node died.
+MAX_RETRIES = 3
+POLL_SECONDS = 1.0
+CONNECT_SECONDS = 5.0
+
+
+def import_ray():
+    """The ray module, or RunError saying what to install."""
+    try:
+        import ray
+    except ImportError:
+        raise RunError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast (one line) when nothing listens at HOST:PORT; ray.init would retry long."""
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RunError(f"--ray {address}: give 'auto' or the cluster's HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise RunError(f"cannot reach the Ray cluster at {address}: "
+                       f"{exc.strerror or exc}") from None
+
+
+class RayExecutor:
+    """Jobs as Ray tasks; `workers` self-play tasks at once."""
+
+    name = "ray"
+
+    def __init__(self, address: str, workers: int = 1, worker_cpus: float = 1.0):
+        self.ray = import_ray()
+        self.workers = max(1, workers)
+        self.worker_cpus = worker_cpus
+        if address != "auto":
+            _check_reachable(address)
+        kwargs = dict(include_dashboard=False, log_to_driver=False,
+                      runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+        try:
+            if address == "auto":
+                self.ray.init(**kwargs)
+            else:
+                self.ray.init(address=address, **kwargs)
+        except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError...
+            raise RunError(f"cannot start or join Ray ({address}): "
+                           f"{' '.join(str(exc).split())[:300]}") from None
+        self.gpus = float(self.ray.cluster_resources().get("GPU", 0.0))
+        self.cpus = float(self.ray.cluster_resources().get("CPU", 0.0))
+
+    def describe(self) -> str:
+        return (f"Ray ({self.workers} self-play worker(s); cluster: {self.cpus:g} CPUs, "
+                f"{self.gpus:g} GPUs)")
+
+    def has_gpu(self) -> bool | None:
+        return self.gpus > 0
+
+    def _gpu_share(self, at_once: int) -> float:
+        if self.gpus <= 0:
+            return 0.0
+        return min(1.0, self.gpus / at_once)
+
+    def run(self, name: str, specs: list[dict], tick: Callable[[], None] = lambda: None,
+            at_once: int | None = None) -> list[dict]:
+        """Run every spec as a task; results in spec order. JobFailed if one fails."""
+        ray = self.ray
+        at_once = max(1, at_once or self.workers)
+        task = ray.remote(JOBS[name]).options(
+            num_cpus=self.worker_cpus, num_gpus=self._gpu_share(at_once),
+            max_retries=MAX_RETRIES, retry_exceptions=False, name=f"leelaz-{name}")
+        index = {task.remote(spec): i for i, spec in enumerate(specs)}
+        results: list[dict | None] = [None] * len(specs)
+        pending = list(index)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_SECONDS)
+            tick()
+            for ref in ready:
+                results[index[ref]] = self._get(ref, f"{name} job {index[ref]}", pending)
+        tick()
+        return results  # type: ignore[return-value]
+
+    def train(self, spec: dict) -> dict:
+        """The trainer as one actor (a whole GPU when the cluster has one), restarted by Ray
+        if its process dies; a restart resumes from the checkpoint."""
+        ray = self.ray
+        actor_class = ray.remote(TrainerActor).options(
+            num_cpus=self.worker_cpus, num_gpus=1.0 if self.gpus >= 1 else 0.0,
+            max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
+        actor = actor_class.remote()
+        try:
+            ref = actor.train.remote(spec)
+            while True:
+                ready, _ = ray.wait([ref], timeout=POLL_SECONDS)
+                if ready:
+                    return self._get(ref, "train job", [])
+        finally:
+            ray.kill(actor)
+
+    def _get(self, ref, what: str, pending: list) -> dict:
+        ray = self.ray
+        try:
+            return ray.get(ref)
+        except Exception as exc:
+            for other in pending:
+                ray.cancel(other, force=True)
+            cause = getattr(exc, "cause", None) or exc
+            text = " ".join(str(cause).split())
+            raise JobFailed(f"{what} failed on Ray: {type(cause).__name__}: {text[:500]}") \
+                from None
+
+    def close(self) -> None:
+        try:
+            self.ray.shutdown()
+        except Exception:
+            pass

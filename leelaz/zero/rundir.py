@@ -1,0 +1,262 @@
+"""The run folder of `leelaz zero DIR`: its layout, and the rules that make a kill harmless.
+
+    DIR/run.json                 fixed at creation: network size, starting network, seed
+    DIR/best                     sha256 of the current best network (one line; not a symlink)
+    DIR/networks/<sha256>.gz     every network of the run, named by the sha256 of its
+                                 uncompressed text (Leela Zero's network id)
+    DIR/generations/0001.json    one record per generation, rewritten after each phase
+    DIR/selfplay/g0001-<net12>/j00/  a generation's self-play games (chunk + SGF per game),
+                                 one folder per job so a retried job resumes its own games
+    DIR/train/g0001/             the trainer's folder: window.txt (the chunks it trains on),
+                                 its checkpoint, the weights it exports
+    DIR/matches/g0001-<cand12>-<best12>/  the gating match (SGFs, result.json)
+    DIR/log.txt                  what happened, one timestamped line per event
+    DIR/lock                     held (flock) while a loop runs, so two loops never share DIR
+
+Every file is written to a temporary name and renamed into place, so a reader sees it whole or
+not at all; run.json is written last at creation, so a folder without it is not yet a run.
+State that matters for resuming lives in the generation records and `best`; everything else
+is derived from the files (games from their SGFs, the trainer from its checkpoint).
+
+Imports: leelaz.files, leelaz.backends.weights (the size of a network file); stdlib.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from leelaz.files import write_gzip_atomic, write_text_atomic
+
+#: The names a run folder may hold; a folder with anything else is not one of ours.
+LAYOUT = ("run.json", "best", "networks", "generations", "selfplay", "train", "matches",
+          "log.txt", "lock", "status.png")
+FORMAT = 1
+
+
+class RunError(Exception):
+    """A problem the user must fix, told in one line (exit status 1, nothing in DIR changed)."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """run.json: what a run is, fixed when it is created."""
+
+    blocks: int
+    filters: int
+    start: str  # sha256 of the starting network
+    seed: int
+    created: str
+
+    @property
+    def size(self) -> str:
+        return f"{self.blocks}x{self.filters}"
+
+
+def network_text(path: str) -> bytes:
+    """A weights file's text, gunzipped if needed (RunError naming the file if unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    except (OSError, EOFError) as exc:
+        raise RunError(f"cannot read network {path}: {getattr(exc, 'strerror', None) or exc}")
+
+
+def network_id(text: bytes) -> str:
+    """Leela Zero's network id: the sha256 of the uncompressed weights text."""
+    return hashlib.sha256(text).hexdigest()
+
+
+def network_size(path: str) -> tuple[int, int]:
+    """(blocks, filters) of a weights file; RunError if it is not a valid network."""
+    from leelaz.backends.weights import WeightsError, load_weights
+
+    try:
+        weights = load_weights(path)
+    except (WeightsError, OSError) as exc:
+        raise RunError(f"bad network: {exc}") from None
+    return weights.blocks, weights.filters
+
+
+class RunDir:
+    """One run folder. Paths are properties; writers are atomic; readers tolerate absence."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.root = Path(path)
+        self._lock_fd: int | None = None
+
+    # ---- layout ---------------------------------------------------------------------------
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def networks(self) -> Path:
+        return self.root / "networks"
+
+    def network_path(self, sha: str) -> Path:
+        return self.networks / f"{sha}.gz"
+
+    def generation_path(self, gen: int) -> Path:
+        return self.root / "generations" / f"{gen:04d}.json"
+
+    def selfplay_dir(self, gen: int, net: str) -> Path:
+        return self.root / "selfplay" / f"g{gen:04d}-{net[:12]}"
+
+    def train_dir(self, gen: int) -> Path:
+        return self.root / "train" / f"g{gen:04d}"
+
+    def match_dir(self, gen: int, candidate: str, best: str) -> Path:
+        return self.root / "matches" / f"g{gen:04d}-{candidate[:12]}-{best[:12]}"
+
+    def exists(self) -> bool:
+        return self.run_json.is_file()
+
+    # ---- creating and opening -------------------------------------------------------------
+    def check_usable(self) -> None:
+        """RunError unless DIR can be created and written, and holds nothing but a run."""
+        if self.root.exists() and not self.root.is_dir():
+            raise RunError(f"{self.root} exists and is not a folder")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".write-probe.{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise RunError(f"cannot write to {self.root}: {exc.strerror or exc}") from None
+        strangers = sorted(p.name for p in self.root.iterdir()
+                           if p.name not in LAYOUT and not p.name.startswith("."))
+        if strangers and not self.exists():
+            raise RunError(f"{self.root} is not a leelaz zero run folder (it holds "
+                           f"{strangers[0]!r}); give an empty or new folder")
+
+    def create(self, start_net: str, blocks: int, filters: int, seed: int) -> RunInfo:
+        """Make a new run starting from the network file `start_net`; run.json comes last."""
+        sha = self.add_network(start_net)
+        self.set_best(sha)
+        info = RunInfo(blocks=blocks, filters=filters, start=sha, seed=seed,
+                       created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        write_text_atomic(self.run_json, json.dumps({"format": FORMAT, **info.__dict__},
+                                                    indent=1) + "\n")
+        return info
+
+    def info(self) -> RunInfo:
+        try:
+            raw = json.loads(self.run_json.read_text())
+            return RunInfo(blocks=int(raw["blocks"]), filters=int(raw["filters"]),
+                           start=str(raw["start"]), seed=int(raw["seed"]),
+                           created=str(raw.get("created", "")))
+        except FileNotFoundError:
+            raise RunError(f"{self.root} is not a leelaz zero run (no run.json)") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RunError(f"{self.run_json} is damaged: {exc}") from None
+
+    def lock(self) -> None:
+        """Hold DIR/lock for the life of this process (the kernel drops it on any exit)."""
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunError(f"another leelaz zero is running in {self.root}") from None
+        self._lock_fd = fd
+
+    def remove_temporaries(self) -> int:
+        """Delete the temporary files (`.NAME.XXXX.tmp`) of writers killed mid-write.
+
+        Only under the lock: no live writer of this run can own one then, except workers of
+        an earlier loop that are still dying, whose renames would land whole anyway.
+        """
+        removed = 0
+        for path in self.root.rglob(".*.tmp"):
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                pass
+        return removed
+
+    # ---- networks and best ----------------------------------------------------------------
+    def add_network(self, path: str | os.PathLike) -> str:
+        """Copy a weights file into networks/ under its id (once) and return the id."""
+        text = network_text(os.fspath(path))
+        sha = network_id(text)
+        target = self.network_path(sha)
+        if not target.is_file():
+            self.networks.mkdir(parents=True, exist_ok=True)
+            write_gzip_atomic(target, text)
+        return sha
+
+    def best(self) -> str:
+        try:
+            sha = (self.root / "best").read_text().strip()
+        except OSError as exc:
+            raise RunError(f"{self.root / 'best'} is missing or unreadable: "
+                           f"{exc.strerror or exc}") from None
+        if not self.network_path(sha).is_file():
+            raise RunError(f"best network {sha[:12]} is missing from {self.networks}")
+        return sha
+
+    def set_best(self, sha: str) -> None:
+        write_text_atomic(self.root / "best", sha + "\n")
+
+    # ---- generation records ---------------------------------------------------------------
+    def generation(self, gen: int) -> dict | None:
+        try:
+            return json.loads(self.generation_path(gen).read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{self.generation_path(gen)} is damaged: {exc}") from None
+
+    def save_generation(self, record: dict) -> None:
+        path = self.generation_path(record["gen"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    def generations(self) -> list[dict]:
+        """Every generation record, oldest first."""
+        folder = self.root / "generations"
+        numbers = sorted(int(p.stem) for p in folder.glob("[0-9][0-9][0-9][0-9].json")) \
+            if folder.is_dir() else []
+        return [r for r in (self.generation(n) for n in numbers) if r is not None]
+
+    # ---- log ------------------------------------------------------------------------------
+    def log(self, line: str) -> None:
+        """Append one timestamped line to log.txt (appends of one short line are atomic)."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.root / "log.txt", "a", encoding="utf-8") as f:
+            f.write(f"{stamp} {line}\n")
+
+
+# ---- games --------------------------------------------------------------------------------
+def finished_games(folder: str | os.PathLike) -> list[tuple[Path, list[Path]]]:
+    """[(sgf, its chunks)] of the finished games under `folder`, sorted by name.
+
+    A self-play game is finished when its SGF exists: the chunk is renamed into place first
+    and the SGF last, so a game killed between the two leaves a chunk without an SGF, which
+    is not a game (it is neither counted nor trained on). A chunk belongs to the SGF whose
+    name has the same stem (the part before the first dot).
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    chunks: dict[tuple[Path, str], list[Path]] = {}
+    sgfs: list[Path] = []
+    for path in root.rglob("*"):
+        name = path.name
+        if name.startswith(".") or not path.is_file():
+            continue
+        if name.endswith(".sgf"):
+            sgfs.append(path)
+        elif name.endswith(".gz") and not name.endswith(".sgf.gz"):
+            chunks.setdefault((path.parent, name.split(".")[0]), []).append(path)
+    return [(sgf, sorted(chunks.get((sgf.parent, sgf.name.split(".")[0]), [])))
+            for sgf in sorted(sgfs)]

@@ -1,0 +1,125 @@
+"""`leelaz zero DIR --status`: the generation table and a PNG plot of Elo over generations.
+
+Elo of a candidate over the best it played: -400 log10(1/p - 1) with p its score share
+(draws count half), the usual logistic model. A shut-out (p = 0 or 1) has no finite estimate,
+so it is shown as a bound computed with half a game moved to the other side (p = (W + 1/2) /
+(N + 1)) and marked with '>' or '<'. The run's Elo curve is the sum of the promoted
+candidates' estimates along the chain of best networks, starting at 0 for the first network
+(as Leela Zero's graph did; SPRT stops early on good streaks, so these sums lean high).
+Without gating there is no match and so no estimate.
+
+Imports: leelaz.zero.rundir, leelaz.files; matplotlib (optional, only for the plot).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+
+from leelaz.zero.rundir import RunDir
+
+
+def elo(wins: float, losses: float, draws: float = 0.0) -> tuple[float, str] | None:
+    """(Elo estimate, '' or '>' or '<' for a shut-out bound); None without games."""
+    games = wins + losses + draws
+    if games <= 0:
+        return None
+    score = wins + draws / 2
+    mark = ""
+    if score <= 0 or score >= games:
+        mark = ">" if score >= games else "<"
+        score, games = score + (0.5 if score <= 0 else 0.0), games + 1
+    p = score / games
+    return -400.0 * math.log10(1.0 / p - 1.0), mark
+
+
+def rows(run: RunDir) -> list[dict]:
+    """One row per generation plus the starting network (generation 0)."""
+    info = run.info()
+    out = [{"gen": 0, "network": info.start, "games": None, "steps": None, "score": "",
+            "llr": None, "elo": None, "mark": "", "promoted": True, "best_elo": 0.0,
+            "state": "start", "rate": None}]
+    best_elo = 0.0
+    for r in run.generations():
+        sp, tr, gate = r.get("selfplay", {}), r.get("train", {}), r.get("gate", {})
+        estimate = None
+        if gate.get("done") and gate.get("gated"):
+            estimate = elo(gate["wins"], gate["losses"], gate.get("draws", 0))
+        candidate_elo = best_elo + estimate[0] if estimate else None
+        if r.get("promoted") and estimate:
+            best_elo = candidate_elo
+        state = ("done" if r.get("done") else "gating" if tr.get("done") else
+                 "training" if sp.get("done") else "self-play")
+        score = ""
+        if gate.get("done") and gate.get("gated"):
+            score = f"{gate['wins']}-{gate['losses']}" + (f"-{gate['draws']}"
+                                                          if gate.get("draws") else "")
+        out.append({"gen": r["gen"], "network": tr.get("candidate", ""),
+                    "games": sp.get("games"), "steps": tr.get("steps_done"), "score": score,
+                    "llr": gate.get("llr") if gate.get("gated") else None,
+                    "elo": candidate_elo, "mark": estimate[1] if estimate else "",
+                    "promoted": r.get("promoted") if r.get("done") else None,
+                    "best_elo": best_elo, "state": state,
+                    "rate": (3600 * sp["played"] / sp["seconds"]
+                             if sp.get("done") and sp.get("seconds") else None)})
+    return out
+
+
+def table(run: RunDir) -> str:
+    """The generation table as text."""
+    info = run.info()
+    lines = [f"run {run.root}: {info.size} network, started from {info.start[:12]}, "
+             f"best now {run.best()[:12]}",
+             f"{'gen':>4}  {'network':12}  {'games':>6}  {'games/h':>7}  {'steps':>6}  "
+             f"{'match':>9}  {'LLR':>6}  {'Elo':>7}  promoted"]
+    for row in rows(run):
+        def cell(value, fmt):
+            width = "".join(ch for ch in fmt if ch.isdigit() or ch == ".").split(".")[0]
+            return format(value, fmt) if value is not None else format("-", ">" + width)
+        promoted = {True: "yes", False: "no", None: f"({row['state']})"}[row["promoted"]]
+        if row["gen"] == 0:
+            promoted = "(start)"
+        elo_text = "-" if row["elo"] is None else f"{row['mark']}{row['elo']:+.0f}"
+        lines.append(f"{row['gen']:>4}  {row['network'][:12] or '-':12}  "
+                     f"{cell(row['games'], '>6')}  {cell(row['rate'], '>7.0f')}  "
+                     f"{cell(row['steps'], '>6')}  {row['score'] or '-':>9}  "
+                     f"{cell(row['llr'], '>6.2f')}  {elo_text:>7}  {promoted}")
+    return "\n".join(lines)
+
+
+def plot(run: RunDir, path: str | os.PathLike | None = None) -> str:
+    """Write the Elo plot (PNG) atomically; returns its path. ImportError without
+    matplotlib."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    path = os.fspath(path or run.root / "status.png")
+    data = rows(run)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    ax.step([r["gen"] for r in data], [r["best_elo"] for r in data], where="post",
+            label="best network", color="tab:blue")
+    for promoted, colour, label in ((True, "tab:green", "candidate promoted"),
+                                    (False, "tab:red", "candidate rejected")):
+        pts = [r for r in data[1:] if r["elo"] is not None and r["promoted"] is promoted]
+        if pts:
+            ax.scatter([r["gen"] for r in pts], [r["elo"] for r in pts], color=colour,
+                       label=label, zorder=3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("generation")
+    ax.set_ylabel("Elo over the first network")
+    ax.set_title(f"leelaz zero {run.root.name} ({run.info().size})")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best")
+    fd, tmp = tempfile.mkstemp(prefix=".status.", suffix=".png.tmp", dir=os.path.dirname(path))
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
