@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import os
 import signal
 import time
 import traceback
@@ -42,8 +43,10 @@ def _die_with_parent() -> None:
         pass
 
 
-def _child(name: str, spec: dict, conn) -> None:
+def _child(name: str, spec: dict, conn, parent: int) -> None:
     _die_with_parent()
+    if os.getppid() != parent:  # the loop died while this process was starting
+        os._exit(1)
     try:
         result = JOBS[name](spec)
     except BaseException as exc:  # report it to the parent, which decides
@@ -116,7 +119,8 @@ class LocalExecutor:
 
     def _start(self, name: str, spec: dict) -> tuple:
         parent, child = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(target=_child, args=(name, spec, child), daemon=False)
+        proc = self._ctx.Process(target=_child, args=(name, spec, child, os.getpid()),
+                                 daemon=False)
         proc.start()
         child.close()
         return proc, parent

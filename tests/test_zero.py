@@ -1,0 +1,330 @@
+"""`leelaz zero DIR`: whole generations on a 1x8 network at 2 visits, locally and on Ray,
+kills at the worst moments, and bad input.
+
+Everything is checked from the run folder's files with code of the test's own: networks by
+recomputing their sha256, games by pairing SGFs with chunks and reading the chunks with the
+independent tests/chunk_parser.py, match results by counting the match's SGFs. The loop runs
+as a subprocess (`python -m leelaz.tools.zero`), as a user runs it, so SIGKILL is real.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chunk_parser import parse_chunk
+from paths import REPO
+
+ZERO = [sys.executable, "-m", "leelaz.tools.zero"]
+TINY = ["--size", "1x8", "-v", "2", "--match-visits", "2", "--parallel", "2", "--steps", "4",
+        "--batch", "16", "--match-games", "4", "--cpu-only", "-q"]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in
+                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def zero(run: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(ZERO + [str(run), *args], env=_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def start(run: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(ZERO + [str(run), *args], env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def need_ray():
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("ray is missing in CI; .ci/run installs the zero extra")
+        pytest.skip("ray is not installed (pip install 'leelaz[zero]')")
+
+
+# ---- reading a run folder, independently of leelaz.zero ---------------------------------------
+
+def sha_of(path: Path) -> str:
+    return hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()
+
+
+def record(run: Path, gen: int) -> dict:
+    return json.loads((run / "generations" / f"{gen:04d}.json").read_text())
+
+
+def best(run: Path) -> str:
+    return (run / "best").read_text().strip()
+
+
+def games_of(folder: Path) -> dict[str, tuple[Path, list[Path]]]:
+    """{game stem: (sgf, chunks)} for the finished games (those with an SGF) under folder."""
+    out = {}
+    for sgf in folder.rglob("*.sgf"):
+        if sgf.name.startswith("."):
+            continue
+        stem = sgf.name.split(".")[0]
+        chunks = [c for c in sgf.parent.iterdir() if c.name.split(".")[0] == stem
+                  and c.name.endswith(".gz") and not c.name.endswith(".sgf.gz")]
+        assert stem not in out, f"game {stem} twice"
+        out[stem] = (sgf, chunks)
+    return out
+
+
+def check_games_whole(folder: Path, expected: int) -> dict:
+    games = games_of(folder)
+    assert len(games) == expected, f"{len(games)} games in {folder}, wanted {expected}"
+    for stem, (sgf, chunks) in games.items():
+        text = sgf.read_text()
+        assert text.lstrip().startswith("(;") and text.rstrip().endswith(")"), sgf
+        assert len(chunks) == 1, f"{stem}: chunks {chunks}"
+        assert len(parse_chunk(str(chunks[0]))) >= 1, chunks[0]
+    return games
+
+
+def check_networks(run: Path) -> None:
+    for net in (run / "networks").glob("*.gz"):
+        assert sha_of(net) == net.name[:-3], f"{net.name} is not named by its sha256"
+    assert (run / "networks" / f"{best(run)}.gz").is_file()
+
+
+def check_window(run: Path, gen: int, games: dict) -> None:
+    """The trainer's window lists exactly the chunks of finished games, each once."""
+    listed = [line for line in (run / "train" / f"g{gen:04d}" / "window.txt").read_text()
+              .splitlines() if line]
+    assert len(listed) == len(set(listed))
+    wanted = {str(c.relative_to(run)) for _, chunks in games.values() for c in chunks}
+    assert set(listed) == wanted
+
+
+def tree_digest(run: Path) -> dict[str, str]:
+    return {str(p.relative_to(run)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(run.rglob("*")) if p.is_file() and p.name != "lock"}
+
+
+# ---- whole generations ---------------------------------------------------------------------
+
+def test_local_generation_then_ungated_generation(tmp_path):
+    run = tmp_path / "run"
+    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1")
+    assert done.returncode == 0, done.stderr
+    info = json.loads((run / "run.json").read_text())
+    assert (info["blocks"], info["filters"]) == (1, 8)
+    check_networks(run)
+    first = record(run, 1)
+    assert first["done"] and first["best"] == info["start"]
+    games = check_games_whole(run / first["selfplay"]["dir"], 4)
+    check_window(run, 1, games)
+    assert first["train"]["steps_done"] == 4
+    gate = first["gate"]
+    match_games = [p for p in (run / gate["dir"]).rglob("*.sgf") if not p.name.startswith(".")]
+    assert gate["wins"] + gate["losses"] + gate["draws"] == gate["games"] == len(match_games)
+    assert 1 <= gate["games"] <= 4
+    result = json.loads((run / gate["dir"] / "result.json").read_text())
+    assert (result["wins"], result["losses"]) == (gate["wins"], gate["losses"])
+    # 4 games can never pass the server's SPRT (it needs more than 100), so no promotion.
+    assert first["promoted"] is False and best(run) == info["start"]
+
+    # Same DIR, one more generation without gating: always promoted, window spans both.
+    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "2", "--no-gate")
+    assert done.returncode == 0, done.stderr
+    second = record(run, 2)
+    assert second["done"] and second["promoted"] and "wins" not in second["gate"]
+    assert best(run) == second["train"]["candidate"] != info["start"]
+    check_networks(run)
+    both = {**games, **check_games_whole(run / second["selfplay"]["dir"], 4)}
+    check_window(run, 2, both)
+
+    status = zero(run, "--status")
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    row1 = next(line.split() for line in lines if line.split()[:1] == ["1"])
+    row2 = next(line.split() for line in lines if line.split()[:1] == ["2"])
+    assert row1[1] == first["train"]["candidate"][:12] and row1[-1] == "no"
+    assert f"{gate['wins']}-{gate['losses']}" in row1
+    assert row2[1] == second["train"]["candidate"][:12] and row2[-1] == "yes"
+    assert (run / "status.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ray_local_generation(tmp_path):
+    need_ray()
+    run = tmp_path / "run"
+    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1", "--no-gate",
+                "--ray", "auto", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    first = record(run, 1)
+    assert first["selfplay"]["jobs"] == [2, 2]
+    games = check_games_whole(run / first["selfplay"]["dir"], 4)
+    for job in ("j00", "j01"):
+        assert len(games_of(run / first["selfplay"]["dir"] / job)) == 2
+    check_window(run, 1, games)
+    assert first["promoted"] and best(run) == first["train"]["candidate"]
+    check_networks(run)
+
+
+# ---- kills ---------------------------------------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                             text=True).stdout
+    except OSError:
+        return []
+    return [int(x) for x in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_when(proc: subprocess.Popen, ready, what: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the loop ended before {what}: {proc.stderr.read()}"
+        assert time.monotonic() < deadline, f"never reached {what}"
+        time.sleep(0.2)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while [p for p in workers if _alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = [open(f"/proc/{p}/cmdline").read() for p in workers if _alive(p)]
+    assert not survivors, f"workers outlived the killed loop: {survivors}"
+
+
+def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
+    run = tmp_path / "run"
+    args = (*TINY, "--games-per-gen", "6", "--workers", "2", "--generations", "1", "--no-gate",
+            "--steps", "60", "--batch", "8")
+    selfplay = run / "selfplay"
+
+    proc = start(run, *args)
+    _kill_when(proc, lambda: len(games_of(selfplay)) >= 1 if selfplay.is_dir() else False,
+               "the first finished game")
+    assert 1 <= len(games_of(selfplay)) < 6 and not record(run, 1).get("selfplay", {}).get("done")
+
+    proc = start(run, *args)
+
+    def training() -> bool:
+        path = run / "generations" / "0001.json"
+        return path.is_file() and record(run, 1).get("selfplay", {}).get("done", False)
+    _kill_when(proc, training, "training")
+    assert not record(run, 1).get("train", {}).get("done")
+
+    done = zero(run, *args)
+    assert done.returncode == 0, done.stderr
+    first = record(run, 1)
+    assert first["done"] and first["selfplay"]["games"] == 6
+    games = check_games_whole(selfplay, 6)  # whole, and each counted once
+    check_window(run, 1, games)
+    assert first["train"]["steps_done"] == 60
+    check_networks(run)
+    assert best(run) == first["train"]["candidate"]
+
+
+def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
+    need_ray()
+    from ray.cluster_utils import Cluster
+
+    run = tmp_path / "run"
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])  # the nodes' workers import leelaz
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        doomed = cluster.add_node(num_cpus=1)
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        args = (*TINY, "--games-per-gen", "6", "--workers", "3", "--generations", "1",
+                "--no-gate", "--ray", cluster.address)
+        proc = start(run, *args)
+        selfplay = run / "selfplay"
+        deadline = time.monotonic() + 240
+        while not (selfplay.is_dir() and games_of(selfplay)):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        # Three jobs of two games on three one-CPU nodes: each node is in the middle of a game.
+        cluster.remove_node(doomed)
+        try:
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, proc.stderr.read()
+    finally:
+        cluster.shutdown()
+    first = record(run, 1)
+    games = check_games_whole(run / first["selfplay"]["dir"], 6)
+    for job in ("j00", "j01", "j02"):
+        assert len(games_of(run / first["selfplay"]["dir"] / job)) == 2
+    check_window(run, 1, games)
+    assert first["done"] and best(run) == first["train"]["candidate"]
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+def _one_line_error(result: subprocess.CompletedProcess, *words: str) -> None:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode != 0
+    assert len(lines) == 1 and lines[0].startswith("leelaz zero: "), result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_bad_input_is_one_line_and_leaves_dir_alone(tmp_path):
+    # Unwritable: a DIR under a regular file can be neither created nor written, even by root.
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    _one_line_error(zero(blocker / "run", *TINY, "--generations", "0"), "cannot write")
+
+    run = tmp_path / "run"
+    made = zero(run, *TINY, "--generations", "0")  # creates the run, plays nothing
+    assert made.returncode == 0, made.stderr
+    before = tree_digest(run)
+
+    _one_line_error(zero(run, *TINY, "--size", "2x8", "--generations", "1"), "1x8", "2x8")
+    _one_line_error(zero(run, *TINY, "--size", "six", "--generations", "1"), "--size")
+    _one_line_error(zero(run, *TINY, "-w", str(tmp_path / "none.gz")), "none.gz")
+
+    # Ray unreachable: nothing listens on a port we just closed.
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _one_line_error(zero(run, *TINY, "--ray", f"127.0.0.1:{port}", "--generations", "1"),
+                    "cannot reach")
+
+    # Ray not installed: a `ray` that fails to import, first on the path.
+    fake = tmp_path / "noray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent), env["PYTHONPATH"]])
+    result = subprocess.run(ZERO + [str(run), *TINY, "--ray", "auto", "--generations", "1"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    _one_line_error(result, "pip install 'leelaz[zero]'")
+
+    # A DIR holding something else is not taken over.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    _one_line_error(zero(other, *TINY, "--generations", "0"), "not a leelaz zero run")
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+
+    assert tree_digest(run) == before
