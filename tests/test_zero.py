@@ -26,7 +26,7 @@ from paths import REPO
 
 ZERO = [sys.executable, "-m", "leelaz.tools.zero"]
 TINY = ["--size", "1x8", "-v", "2", "--match-visits", "2", "--parallel", "2", "--steps", "4",
-        "--batch", "16", "--match-games", "4", "--cpu-only", "-q"]
+        "--batch", "16", "--match-games", "4", "--max-moves", "120", "--cpu-only", "-q"]
 
 
 def _env() -> dict:
@@ -77,7 +77,8 @@ def games_of(folder: Path) -> dict[str, tuple[Path, list[Path]]]:
             continue
         stem = sgf.name.split(".")[0]
         chunks = [c for c in sgf.parent.iterdir() if c.name.split(".")[0] == stem
-                  and c.name.endswith(".gz") and not c.name.endswith(".sgf.gz")]
+                  and c.name.endswith(".gz") and not c.name.endswith(".sgf.gz")
+                  and ".debug." not in c.name]
         assert stem not in out, f"game {stem} twice"
         out[stem] = (sgf, chunks)
     return out
@@ -114,9 +115,89 @@ def tree_digest(run: Path) -> dict[str, str]:
             for p in sorted(run.rglob("*")) if p.is_file() and p.name != "lock"}
 
 
+# ---- the window and the table, on a fabricated run folder -------------------------------------
+
+def _fabricate(run: Path) -> None:
+    """Two generations' records and game files (contents irrelevant: only names are read)."""
+    (run / "generations").mkdir(parents=True)
+    (run / "networks").mkdir()
+    start, cand1, cand2 = "a" * 64, "b" * 64, "c" * 64
+    for sha in (start, cand1, cand2):
+        (run / "networks" / f"{sha}.gz").write_bytes(b"")
+    (run / "run.json").write_text(json.dumps({"blocks": 1, "filters": 8, "start": start,
+                                              "seed": 1, "created": ""}))
+    (run / "best").write_text(cand1 + "\n")
+    for gen, names in ((1, ["000000-11111111", "000001-11111111"]),
+                       (2, ["000000-22222222", "000001-22222222", "000000-33333333"])):
+        job = run / "selfplay" / f"g{gen:04d}-x" / "j00"
+        job.mkdir(parents=True)
+        for name in names:
+            for suffix in (".txt.0.gz", ".debug.txt.0.gz", ".sgf"):
+                (job / (name + suffix)).write_bytes(b"")
+        (job / "000009-44444444.txt.0.gz").write_bytes(b"")  # a chunk whose game never ended
+        (job / ".000010-44444444.sgf.tmp").write_bytes(b"")  # a writer killed mid-write
+    gen1 = {"gen": 1, "best": start, "done": True, "promoted": True,
+            "selfplay": {"dir": "selfplay/g0001-x", "games": 2, "done": True, "played": 2,
+                         "seconds": 3600.0},
+            "train": {"candidate": cand1, "steps_done": 10, "done": True},
+            "gate": {"gated": True, "done": True, "wins": 3, "losses": 1, "draws": 0,
+                     "games": 4, "llr": 0.5, "decision": None}}
+    gen2 = {"gen": 2, "best": cand1, "done": True, "promoted": False,
+            "selfplay": {"dir": "selfplay/g0002-x", "games": 3, "done": True, "played": 3,
+                         "seconds": 1800.0},
+            "train": {"candidate": cand2, "steps_done": 20, "done": True},
+            "gate": {"gated": True, "done": True, "wins": 0, "losses": 5, "draws": 0,
+                     "games": 5, "llr": -1.0, "decision": "H0"}}
+    for rec in (gen1, gen2):
+        (run / "generations" / f"{rec['gen']:04d}.json").write_text(json.dumps(rec))
+
+
+def test_window_takes_the_newest_finished_games(tmp_path):
+    from leelaz.zero.loop import Settings, ZeroLoop
+    from leelaz.zero.rundir import RunDir
+
+    run = tmp_path / "run"
+    _fabricate(run)
+    rundir = RunDir(run)
+    loop = ZeroLoop(rundir, rundir.info(), Settings(window=4), executor=None, say=print)
+    chunks, games = loop.window(2)
+    assert games == 4
+    g2, g1 = "selfplay/g0002-x/j00/", "selfplay/g0001-x/j00/"
+    assert chunks == [g2 + "000001-22222222.txt.0.gz", g2 + "000000-33333333.txt.0.gz",
+                      g2 + "000000-22222222.txt.0.gz", g1 + "000001-11111111.txt.0.gz"]
+    assert loop.window(1) == ([g1 + "000001-11111111.txt.0.gz",
+                               g1 + "000000-11111111.txt.0.gz"], 2)
+
+
+def test_status_table_and_elo(tmp_path):
+    import math
+
+    from leelaz.zero.rundir import RunDir
+    from leelaz.zero.status import elo, rows
+
+    assert math.isclose(elo(3, 1)[0], 400 * math.log10(3)) and elo(3, 1)[1] == ""
+    assert math.isclose(elo(2, 1, 2)[0], 400 * math.log10(3 / 2))  # draws count half
+    # A shut-out gets the bound of one more drawn game, marked.
+    assert math.isclose(elo(5, 0)[0], 400 * math.log10(5.5 / 0.5)) and elo(5, 0)[1] == ">"
+    assert math.isclose(elo(0, 5)[0], -400 * math.log10(5.5 / 0.5)) and elo(0, 5)[1] == "<"
+    assert elo(0, 0) is None
+
+    run = tmp_path / "run"
+    _fabricate(run)
+    table = rows(RunDir(run))
+    assert [r["gen"] for r in table] == [0, 1, 2]
+    assert [r["promoted"] for r in table[1:]] == [True, False]
+    assert math.isclose(table[1]["elo"], 400 * math.log10(3))
+    assert math.isclose(table[1]["best_elo"], table[1]["elo"])  # promoted: the chain moves
+    # Generation 2's candidate is rated against generation 1's best; the chain stays.
+    assert math.isclose(table[2]["elo"], 400 * math.log10(3) - 400 * math.log10(11))
+    assert math.isclose(table[2]["best_elo"], table[1]["elo"])
+    assert [r["rate"] for r in table[1:]] == [2.0, 6.0]
+
+
 # ---- whole generations ---------------------------------------------------------------------
 
-def test_local_generation_then_ungated_generation(tmp_path):
+def test_local_generation_gated_and_status(tmp_path):
     run = tmp_path / "run"
     done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1")
     assert done.returncode == 0, done.stderr
@@ -137,24 +218,11 @@ def test_local_generation_then_ungated_generation(tmp_path):
     # 4 games can never pass the server's SPRT (it needs more than 100), so no promotion.
     assert first["promoted"] is False and best(run) == info["start"]
 
-    # Same DIR, one more generation without gating: always promoted, window spans both.
-    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "2", "--no-gate")
-    assert done.returncode == 0, done.stderr
-    second = record(run, 2)
-    assert second["done"] and second["promoted"] and "wins" not in second["gate"]
-    assert best(run) == second["train"]["candidate"] != info["start"]
-    check_networks(run)
-    both = {**games, **check_games_whole(run / second["selfplay"]["dir"], 4)}
-    check_window(run, 2, both)
-
     status = zero(run, "--status")
     assert status.returncode == 0, status.stderr
-    lines = status.stdout.splitlines()
-    row1 = next(line.split() for line in lines if line.split()[:1] == ["1"])
-    row2 = next(line.split() for line in lines if line.split()[:1] == ["2"])
-    assert row1[1] == first["train"]["candidate"][:12] and row1[-1] == "no"
-    assert f"{gate['wins']}-{gate['losses']}" in row1
-    assert row2[1] == second["train"]["candidate"][:12] and row2[-1] == "yes"
+    row = next(line.split() for line in status.stdout.splitlines() if line.split()[:1] == ["1"])
+    assert row[1] == first["train"]["candidate"][:12] and row[-1] == "no"
+    assert f"{gate['wins']}-{gate['losses']}" in row and "4" in row
     assert (run / "status.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -211,30 +279,30 @@ def _kill_when(proc: subprocess.Popen, ready, what: str, timeout: float = 180) -
 
 def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
     run = tmp_path / "run"
-    args = (*TINY, "--games-per-gen", "6", "--workers", "2", "--generations", "1", "--no-gate",
-            "--steps", "60", "--batch", "8")
-    selfplay = run / "selfplay"
+    args = (*TINY, "--games-per-gen", "4", "--workers", "2", "--generations", "1", "--no-gate",
+            "--steps", "12", "--batch", "8", "--checkpoint-seconds", "1")
+    selfplay, trainer = run / "selfplay", run / "train" / "g0001"
 
     proc = start(run, *args)
     _kill_when(proc, lambda: len(games_of(selfplay)) >= 1 if selfplay.is_dir() else False,
                "the first finished game")
-    assert 1 <= len(games_of(selfplay)) < 6 and not record(run, 1).get("selfplay", {}).get("done")
+    assert 1 <= len(games_of(selfplay)) < 4 and not record(run, 1).get("selfplay", {}).get("done")
 
     proc = start(run, *args)
 
-    def training() -> bool:
-        path = run / "generations" / "0001.json"
-        return path.is_file() and record(run, 1).get("selfplay", {}).get("done", False)
-    _kill_when(proc, training, "training")
+    def trained_a_little() -> bool:  # the trainer saved something beyond the window
+        return trainer.is_dir() and any(p.name != "window.txt" for p in trainer.iterdir()
+                                        if not p.name.startswith("."))
+    _kill_when(proc, trained_a_little, "a training checkpoint")
     assert not record(run, 1).get("train", {}).get("done")
 
     done = zero(run, *args)
     assert done.returncode == 0, done.stderr
     first = record(run, 1)
-    assert first["done"] and first["selfplay"]["games"] == 6
-    games = check_games_whole(selfplay, 6)  # whole, and each counted once
+    assert first["done"] and first["selfplay"]["games"] == 4
+    games = check_games_whole(selfplay, 4)  # whole, and each counted once
     check_window(run, 1, games)
-    assert first["train"]["steps_done"] == 60
+    assert first["train"]["steps_done"] == 12
     check_networks(run)
     assert best(run) == first["train"]["candidate"]
 

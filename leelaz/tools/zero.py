@@ -118,8 +118,10 @@ def _settings(opts: dict, executor) -> Settings:
     return Settings(visits=opts["visits"], match_visits=opts["match_visits"],
                     games_per_gen=pick["games_per_gen"], generations=opts["generations"],
                     window=pick["window"], steps=pick["steps"], batch=pick["batch"],
-                    lr=opts["lr"], gate=not opts["no_gate"], match_games=opts["match_games"],
-                    parallel=pick["parallel"], workers=opts["workers"] or 1,
+                    lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
+                    gate=not opts["no_gate"], match_games=opts["match_games"],
+                    parallel=pick["parallel"], max_moves=opts["max_moves"],
+                    workers=opts["workers"] or 1,
                     cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
                     progress=not opts["quiet"])
 
@@ -163,6 +165,8 @@ def show_status(run: RunDir) -> int:
               help="Training batch size [default: 256 with a GPU, else 64].")
 @click.option("--lr", type=click.FloatRange(0, None, min_open=True), default=None,
               help="Learning rate [default: the trainer's].")
+@click.option("--checkpoint-seconds", type=click.FloatRange(0, None), default=None,
+              help="How often the trainer saves its checkpoint [default: the trainer's].")
 @click.option("--size", default=None, metavar="BLOCKSxFILTERS",
               help=f"Network size of a new run's random start [default: {DEFAULT_SIZE}].")
 @click.option("-w", "--weights", default=None, metavar="FILE",
@@ -175,6 +179,8 @@ def show_status(run: RunDir) -> int:
               help="Most games in a gating match (SPRT usually stops earlier).")
 @click.option("--parallel", type=click.IntRange(1, None), default=None,
               help="Games in flight per worker, leaves batched [default: 64 with a GPU, else 8].")
+@click.option("--max-moves", type=click.IntRange(1, None), default=None,
+              help="End a game after this many moves [default: 722, autogtp's].")
 @click.option("--workers", type=click.IntRange(1, None), default=None,
               help="Self-play jobs at once (processes, or Ray tasks) [default: 1].")
 @click.option("--worker-cpus", type=click.FloatRange(0, None), default=1.0, show_default=True,

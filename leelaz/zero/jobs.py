@@ -19,6 +19,10 @@ from __future__ import annotations
 import os
 
 
+#: Self-play figures a job reports, summed over a generation's jobs (throughput in the log).
+SUMMED = ("games_this_run", "moves", "playouts", "evaluations", "network_calls")
+
+
 class SharedFolderMissing(RuntimeError):
     """The run folder is not visible where the job runs (a Ray node without the shared disk)."""
 
@@ -31,6 +35,11 @@ def _check_run_folder(spec: dict) -> None:
             "Ray on several machines it must be on a filesystem all nodes share")
 
 
+def _optional(spec: dict, *names: str) -> dict:
+    """The settings of `names` that the spec gives (None: leave the callee's default)."""
+    return {name: spec[name] for name in names if spec.get(name) is not None}
+
+
 def selfplay_job(spec: dict) -> dict:
     """Play this job's share of a generation's self-play games into spec['out_dir']."""
     from leelaz.selfplay import play_selfplay
@@ -40,8 +49,9 @@ def selfplay_job(spec: dict) -> dict:
     summary = play_selfplay(spec["weights"], spec["out_dir"], spec["games"],
                             visits=spec["visits"], parallel=spec["parallel"],
                             seed=spec["seed"], cpu_only=spec["cpu_only"],
-                            gpus=tuple(spec["gpus"]), progress=spec.get("progress", False))
-    return {"out_dir": spec["out_dir"], "summary": repr(summary)}
+                            gpus=tuple(spec["gpus"]), progress=spec.get("progress", False),
+                            **_optional(spec, "max_moves"))
+    return {name: getattr(summary, name) for name in SUMMED if hasattr(summary, name)}
 
 
 def match_job(spec: dict) -> dict:
@@ -54,9 +64,11 @@ def match_job(spec: dict) -> dict:
                         max_games=spec["max_games"], sprt=True, visits=spec["visits"],
                         parallel=spec["parallel"], seed=spec["seed"],
                         cpu_only=spec["cpu_only"], gpus=tuple(spec["gpus"]),
-                        progress=spec.get("progress", False))
+                        progress=spec.get("progress", False),
+                        **_optional(spec, "max_moves"))
     return {"wins": int(result.wins), "losses": int(result.losses), "draws": int(result.draws),
-            "games": int(result.games), "llr": float(result.llr), "decision": result.decision}
+            "games": int(result.games), "llr": float(result.llr), "decision": result.decision,
+            "moves": int(getattr(result, "moves", 0))}
 
 
 def train_job(spec: dict) -> dict:
@@ -64,7 +76,7 @@ def train_job(spec: dict) -> dict:
     from leelaz.training.trainer import train
 
     _check_run_folder(spec)
-    kwargs = {} if spec.get("lr") is None else {"lr": spec["lr"]}
+    kwargs = _optional(spec, "lr", "checkpoint_seconds")
     result = train(spec["data"], spec["out_dir"], blocks=spec["blocks"],
                    filters=spec["filters"], init_weights=spec["init_weights"],
                    steps=spec["steps"], batch=spec["batch"], seed=spec["seed"],

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from leelaz.files import write_text_atomic
+from leelaz.zero.jobs import SUMMED
 from leelaz.zero.local_executor import JobFailed
 from leelaz.zero.rundir import RunDir, RunInfo, finished_games
 
@@ -46,9 +47,11 @@ class Settings:
     steps: int = 100  # training steps per generation
     batch: int = 64  # training batch size
     lr: float | None = None  # None: the trainer's default
+    checkpoint_seconds: float | None = None  # how often the trainer saves; None: its default
     gate: bool = True  # False: promote every candidate (no match)
     match_games: int = 400  # the server's cap on a gating match
     parallel: int = 8  # games in flight per worker, their leaves batched together
+    max_moves: int | None = None  # end games after this many moves; None: autogtp's 722
     workers: int = 1  # self-play jobs at once
     cpu_only: bool = False
     gpus: tuple[int, ...] = ()
@@ -148,15 +151,16 @@ class ZeroLoop:
         specs = [dict(run_dir=str(self.run.root), weights=str(self.run.network_path(best)),
                       out_dir=str(folder / f"j{i:02d}"), games=games, visits=sp["visits"],
                       parallel=self.s.parallel, seed=self._seed(gen, i),
-                      cpu_only=self.s.cpu_only, gpus=list(self.s.gpus))
+                      cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
+                      max_moves=self.s.max_moves)
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
         start = time.monotonic()
         bar = _Bar(target, f"gen {gen} self-play", before, self.s.progress)
         try:
-            self.executor.run("selfplay", specs,
-                              tick=lambda: bar.update_to(len(finished_games(folder))))
+            results = self.executor.run("selfplay", specs,
+                                        tick=lambda: bar.update_to(len(finished_games(folder))))
         finally:
             bar.close()
         games = len(finished_games(folder))
@@ -164,12 +168,16 @@ class ZeroLoop:
             raise JobFailed(f"generation {gen}: self-play ended with {games} of {target} "
                             f"games in {folder}")
         seconds = time.monotonic() - start
+        for name in SUMMED:  # what the jobs report of this call (retried jobs: last try)
+            sp[name] = sp.get(name, 0) + sum(r.get(name, 0) for r in results)
         sp.update(games=games, seconds=sp["seconds"] + seconds,
                   played=sp["played"] + games - before, done=True)
         self.run.save_generation(record)
-        rate = 3600 * sp["played"] / sp["seconds"] if sp["seconds"] > 0 else 0.0
+        per_second = 1.0 / sp["seconds"] if sp["seconds"] > 0 else 0.0
         self.say(f"generation {gen}: {games} self-play games ({games - before} now, in "
-                 f"{seconds:.0f} s; {rate:.0f} games/hour)")
+                 f"{seconds:.0f} s; {3600 * sp['played'] * per_second:.0f} games/hour, "
+                 f"{sp['moves'] * per_second:.1f} moves/s, "
+                 f"{sp['playouts'] * per_second:.0f} playouts/s)")
 
     # ---- 2. training ----------------------------------------------------------------------
     def window(self, gen: int) -> tuple[list[str], int]:
@@ -205,6 +213,7 @@ class ZeroLoop:
                     blocks=self.info.blocks, filters=self.info.filters,
                     init_weights=str(self.run.network_path(best)), steps=tr["steps"],
                     batch=tr["batch"], lr=self.s.lr, seed=self._seed(gen, 999),
+                    checkpoint_seconds=self.s.checkpoint_seconds,
                     progress=self.s.progress and self.executor.name == "local")
         start = time.monotonic()
         result = self.executor.train(spec)
@@ -236,7 +245,8 @@ class ZeroLoop:
                     best=str(self.run.network_path(best)), out_dir=str(folder),
                     max_games=gate["max_games"], visits=gate["visits"],
                     parallel=self.s.parallel, seed=self._seed(gen, 777),
-                    cpu_only=self.s.cpu_only, gpus=list(self.s.gpus))
+                    cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
+                    max_moves=self.s.max_moves)
         start = time.monotonic()
         bar = _Bar(gate["max_games"], f"gen {gen} match", 0, self.s.progress)
 

@@ -237,13 +237,18 @@ class RunDir:
 
 
 # ---- games --------------------------------------------------------------------------------
+def is_training_chunk(name: str) -> bool:
+    return name.endswith(".gz") and not name.endswith(".sgf.gz") and ".debug." not in name
+
+
 def finished_games(folder: str | os.PathLike) -> list[tuple[Path, list[Path]]]:
     """[(sgf, its chunks)] of the finished games under `folder`, sorted by name.
 
     A self-play game is finished when its SGF exists: the chunk is renamed into place first
     and the SGF last, so a game killed between the two leaves a chunk without an SGF, which
     is not a game (it is neither counted nor trained on). A chunk belongs to the SGF whose
-    name has the same stem (the part before the first dot).
+    name has the same stem (the part before the first dot); `NAME.debug.txt.0.gz` (the
+    resign analysis's file) is not a training chunk.
     """
     root = Path(folder)
     if not root.is_dir():
@@ -256,7 +261,7 @@ def finished_games(folder: str | os.PathLike) -> list[tuple[Path, list[Path]]]:
             continue
         if name.endswith(".sgf"):
             sgfs.append(path)
-        elif name.endswith(".gz") and not name.endswith(".sgf.gz"):
+        elif is_training_chunk(name):
             chunks.setdefault((path.parent, name.split(".")[0]), []).append(path)
     return [(sgf, sorted(chunks.get((sgf.parent, sgf.name.split(".")[0]), [])))
             for sgf in sorted(sgfs)]

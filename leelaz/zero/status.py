@@ -2,8 +2,8 @@
 
 Elo of a candidate over the best it played: -400 log10(1/p - 1) with p its score share
 (draws count half), the usual logistic model. A shut-out (p = 0 or 1) has no finite estimate,
-so it is shown as a bound computed with half a game moved to the other side (p = (W + 1/2) /
-(N + 1)) and marked with '>' or '<'. The run's Elo curve is the sum of the promoted
+so it is shown as the bound computed as if one more game had been drawn (p = (W + D/2 + 1/2)
+/ (N + 1)) and marked with '>' or '<'. The run's Elo curve is the sum of the promoted
 candidates' estimates along the chain of best networks, starting at 0 for the first network
 (as Leela Zero's graph did; SPRT stops early on good streaks, so these sums lean high).
 Without gating there is no match and so no estimate.
@@ -27,9 +27,9 @@ def elo(wins: float, losses: float, draws: float = 0.0) -> tuple[float, str] | N
         return None
     score = wins + draws / 2
     mark = ""
-    if score <= 0 or score >= games:
+    if score <= 0 or score >= games:  # as if one more game had been drawn
         mark = ">" if score >= games else "<"
-        score, games = score + (0.5 if score <= 0 else 0.0), games + 1
+        score, games = score + 0.5, games + 1
     p = score / games
     return -400.0 * math.log10(1.0 / p - 1.0), mark
 
