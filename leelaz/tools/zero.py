@@ -123,7 +123,7 @@ def _settings(opts: dict, executor) -> Settings:
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
                     workers=opts["workers"] or 1,
                     cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
-                    progress=not opts["quiet"])
+                    progress=not opts["quiet"], selfplay_only=opts["selfplay_only"])
 
 
 def status_table(run: RunDir) -> str:
@@ -191,6 +191,9 @@ def show_status(run: RunDir) -> int:
 @click.option("--cpu-only", is_flag=True, help="Self-play and matches without OpenCL.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
               help="OpenCL device(s) for self-play and matches (repeatable).")
+@click.option("--selfplay-only", is_flag=True,
+              help="Play the current generation's self-play games, then stop (throughput "
+                   "measurements; the next run trains on them).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("--status", is_flag=True,
               help="Print the generation table, write DIR/status.png (Elo plot) and exit.")

@@ -56,6 +56,7 @@ class Settings:
     cpu_only: bool = False
     gpus: tuple[int, ...] = ()
     progress: bool = True
+    selfplay_only: bool = False  # stop after the current generation's self-play
 
 
 def machine_defaults(has_gpu: bool) -> dict:
@@ -115,6 +116,10 @@ class ZeroLoop:
                 self.say(f"generation {record['gen']}: resuming")
             else:
                 record = self._new_generation(records[-1]["gen"] + 1 if records else 1)
+            if self.s.selfplay_only:
+                if not record.get("selfplay", {}).get("done"):
+                    self.selfplay(record)
+                return finished
             self.generation(record)
             finished += 1
 
