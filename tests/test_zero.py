@@ -4,7 +4,7 @@ kills at the worst moments, and bad input.
 Everything is checked from the run folder's files with code of the test's own: networks by
 recomputing their sha256, games by pairing SGFs with chunks and reading the chunks with the
 independent tests/chunk_parser.py, match results by counting the match's SGFs. The loop runs
-as a subprocess (`python -m leelaz.tools.zero`), as a user runs it, so SIGKILL is real.
+as a subprocess (`python -m leelaz zero`), as a user runs it, so SIGKILL is real.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from chunk_parser import parse_chunk
 from paths import REPO
 
-ZERO = [sys.executable, "-m", "leelaz.tools.zero"]
+ZERO = [sys.executable, "-m", "leelaz", "zero"]
 TINY = ["--size", "1x8", "-v", "2", "--match-visits", "2", "--parallel", "2", "--steps", "4",
         "--batch", "16", "--match-games", "4", "--max-moves", "120", "--cpu-only", "-q"]
 
@@ -350,7 +350,7 @@ def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
 def _one_line_error(result: subprocess.CompletedProcess, *words: str) -> None:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode != 0
-    assert len(lines) == 1 and lines[0].startswith("leelaz zero: "), result.stderr
+    assert len(lines) == 1 and lines[0].startswith("ERROR: "), result.stderr
     for word in words:
         assert word in lines[0], lines[0]
 

@@ -24,6 +24,7 @@ VERBS = {
     "weights": "leelaz.tools.weights",
     "dump-supervised": "leelaz.tools.dump_supervised",
     "selfplay": "leelaz.tools.selfplay",
+    "zero": "leelaz.tools.zero",
 }
 
 

@@ -5,11 +5,12 @@
     leelaz zero runs/z1 --ray auto          # self-play and matches as Ray tasks
     leelaz zero runs/z1 --status            # the generation table and runs/z1/status.png
 
-Owns: the command line, its checks (each bad input is one line on stderr and exit status 1,
-before anything in DIR is changed), creating the starting network, and wiring the run folder,
+Owns: the command line, its checks (each bad input is one `ERROR: ...` line on stderr and exit
+status 1, before anything in DIR is changed), creating the starting network, and wiring the run folder,
 the executor and the loop together. The loop itself is leelaz.zero.loop.
 
-Imports: click, leelaz.zero.*, leelaz.tools.weights (the seeded random starting network).
+Imports: click, leelaz.tools (ToolError), leelaz.zero.*, leelaz.backends.random_weights (the
+seeded random starting network).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 
 import click
 
+from leelaz.tools import ToolError
 from leelaz.zero.local_executor import JobFailed, LocalExecutor, local_gpu_present
 from leelaz.zero.loop import Settings, ZeroLoop, machine_defaults
 from leelaz.zero.rundir import RunDir, RunError, network_size
@@ -60,7 +62,7 @@ def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int):
     """Write the starting network and run.json (last)."""
     if weights is not None:
         return run.create(weights, *size, seed=seed)
-    from leelaz.tools.weights import make_random_weights
+    from leelaz.backends.random_weights import make_random_weights
 
     tmp = run.root / f".start-{os.getpid()}.gz"
     try:
@@ -197,28 +199,18 @@ def show_status(run: RunDir) -> int:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("--status", is_flag=True,
               help="Print the generation table, write DIR/status.png (Elo plot) and exit.")
-def command(directory: str, **opts) -> None:
+def command(directory: str, **opts) -> int:
     """Self-play, train, gate and promote networks in DIR, resuming whatever is there."""
     try:
-        code = run_zero(directory, opts)
+        return run_zero(directory, opts)
     except (RunError, JobFailed) as exc:
         first, _, rest = str(exc).partition("\n")
-        if rest and os.path.isdir(directory):
+        if rest and RunDir(directory).exists():  # the details (a traceback) go to the log
             try:
                 RunDir(directory).log("error: " + str(exc))
             except OSError:
                 pass
-        click.echo(f"leelaz zero: {first}", err=True)
-        sys.exit(1)
+        raise ToolError(first) from None
     except KeyboardInterrupt:
         click.echo("leelaz zero: interrupted; run the same command to continue", err=True)
-        sys.exit(130)
-    sys.exit(code)
-
-
-def main(argv: list[str] | None = None) -> None:
-    command.main(args=argv, prog_name="leelaz zero")
-
-
-if __name__ == "__main__":
-    main()
+        raise click.exceptions.Exit(130) from None

@@ -19,7 +19,7 @@ is found again from its files: finished games from their SGFs, the trainer from 
 checkpoint, the match from its SGFs. `generations` counts all generations of the run, so the
 same command rerun after a kill (or a time limit) goes on until the run has that many.
 
-Imports: leelaz.zero.rundir, leelaz.files; tqdm if installed (progress bars).
+Imports: leelaz.zero.rundir, leelaz.zero.jobs (names only), leelaz.files, leelaz.progress.
 """
 
 from __future__ import annotations
@@ -69,25 +69,22 @@ def machine_defaults(has_gpu: bool) -> dict:
 
 
 class _Bar:
-    """A tqdm bar when tqdm is there and wanted; silent otherwise."""
+    """leelaz.progress's bar (tqdm on a terminal, else nothing), moved to absolute counts."""
 
     def __init__(self, total: int, desc: str, initial: int, enabled: bool):
-        self._bar = None
-        if enabled:
-            try:
-                from tqdm import tqdm
-                self._bar = tqdm(total=total, desc=desc, initial=initial, unit="game",
-                                 dynamic_ncols=True, leave=True)
-            except ImportError:
-                pass
+        from leelaz.progress import progress
+
+        self._bar = progress(total, desc, unit="game", enabled=enabled)
+        self._n = 0
+        self.update_to(initial)
 
     def update_to(self, n: int) -> None:
-        if self._bar is not None and n != self._bar.n:
-            self._bar.update(n - self._bar.n)
+        if n != self._n:
+            self._bar.update(n - self._n)
+            self._n = n
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+        self._bar.close()
 
 
 class ZeroLoop:
