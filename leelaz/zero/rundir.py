@@ -194,12 +194,18 @@ class RunDir:
             write_gzip_atomic(target, text)
         return sha
 
-    def best(self) -> str:
+    def best_id(self) -> str:
+        """The id in `best`, unchecked (the status table of a folder copied without its
+        networks still reads it)."""
         try:
-            sha = (self.root / "best").read_text().strip()
+            return (self.root / "best").read_text().strip()
         except OSError as exc:
             raise RunError(f"{self.root / 'best'} is missing or unreadable: "
                            f"{exc.strerror or exc}") from None
+
+    def best(self) -> str:
+        """The best network's id, checked to be in networks/."""
+        sha = self.best_id()
         if not self.network_path(sha).is_file():
             raise RunError(f"best network {sha[:12]} is missing from {self.networks}")
         return sha

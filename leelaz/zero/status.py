@@ -70,7 +70,7 @@ def table(run: RunDir) -> str:
     """The generation table as text."""
     info = run.info()
     lines = [f"run {run.root}: {info.size} network, started from {info.start[:12]}, "
-             f"best now {run.best()[:12]}",
+             f"best now {run.best_id()[:12]}",
              f"{'gen':>4}  {'network':12}  {'games':>6}  {'games/h':>7}  {'steps':>6}  "
              f"{'match':>9}  {'LLR':>6}  {'Elo':>7}  promoted"]
     for row in rows(run):

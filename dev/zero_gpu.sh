@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (the device tool), from the repo root: the Zero loop of issue 16.
+#
+#   bash dev/zero_gpu.sh loop        `leelaz zero` from a seeded random net; rerun it in the
+#                                    next call: it resumes the same DIR until GENERATIONS
+#   bash dev/zero_gpu.sh final       the best network against the starting random one,
+#                                    FINAL_GAMES games without SPRT (the >= 95% check)
+#   bash dev/zero_gpu.sh ray 1 4 8   self-play throughput on Ray with K workers (one GPU,
+#                                    1/K of it each): --selfplay-only, one DIR per K
+#
+# DIR lives on the machine (/tmp/zero-*): it survives between calls only while the machine
+# stays warm; each call copies the small state (run.json, best, generations/, log.txt, the
+# table) to $OUT, so `leelaz zero $OUT/<dir> --status` here redraws the table and the Elo plot.
+# Every call stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
+# call continues where it stopped).
+#
+# Carry .whl/ (pyopencl wheels, cp312, as for dev/bench_gpu.sh). For `ray`, also the Ray
+# wheel and its needs (cp312) in .whl-ray/: the Ray wheel (about 80 MB) does not fit one
+# call's 64 MiB, so carry it split: `split -b 40M ray-*.whl .whl-ray/ray.part-` gives two
+# parts; carry .whl-ray with the first part in one call and the second in the next (files
+# carried earlier stay on a warm machine); the script joins them.
+# Env: SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (400 per generation),
+# WINDOW (800 games), STEPS (2000), BATCH (256), PARALLEL (64), WORKERS (4),
+# GENERATIONS (4), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
+# BUDGET (560 s), OUT (/tmp/zero-out).
+# LOCAL=1 is the dry run on a machine without a GPU (--cpu-only, tiny settings from the env),
+# e.g. LOCAL=1 SIZE=1x8 VISITS=2 MATCH_VISITS=2 GAMES=4 STEPS=4 BATCH=16 PARALLEL=2 WORKERS=2 \
+#      GENERATIONS=1 MATCH_GAMES=4 FINAL_GAMES=2 RAY_GAMES=2 bash dev/zero_gpu.sh loop
+set -u
+MODE=${1:-}; shift || true
+SIZE=${SIZE:-6x64}; SEED=${SEED:-1}; VISITS=${VISITS:-100}; MATCH_VISITS=${MATCH_VISITS:-100}
+GAMES=${GAMES:-400}; WINDOW=${WINDOW:-800}; STEPS=${STEPS:-2000}; BATCH=${BATCH:-256}
+PARALLEL=${PARALLEL:-64}; WORKERS=${WORKERS:-4}; GENERATIONS=${GENERATIONS:-4}
+MATCH_GAMES=${MATCH_GAMES:-400}; FINAL_GAMES=${FINAL_GAMES:-60}; RAY_GAMES=${RAY_GAMES:-64}
+BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}
+OUT=${OUT:-/tmp/zero-out}; mkdir -p "$OUT"
+DIR=/tmp/zero-$SIZE-s$SEED
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+
+if [ "$LOCAL" = 1 ]; then
+  CPU=--cpu-only
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+  CPU=
+  mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
+  export OCL_ICD_VENDORS=/tmp/icd
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+  export HOME=/tmp/zerohome; mkdir -p $HOME  # the OpenCL tuning cache, kept while warm
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.cuda.is_available())'
+fi
+ZERO="python3 -m leelaz zero"
+
+save_state() {  # the small files of a run folder, to $OUT/<its name>
+  local d=$1 to=$OUT/$(basename "$1")
+  mkdir -p "$to"
+  (cd "$d" && cp -r run.json best generations log.txt "$to"/ 2>/dev/null)
+  $ZERO "$d" --status -q > "$to/status.txt" 2>&1; cat "$to/status.txt"
+  cp "$d/status.png" "$to/" 2>/dev/null
+}
+
+case "$MODE" in
+  loop)
+    timeout -s KILL $BUDGET $ZERO $DIR --size $SIZE --seed $SEED -v $VISITS \
+      --match-visits $MATCH_VISITS --games-per-gen $GAMES --window $WINDOW --steps $STEPS \
+      --batch $BATCH --parallel $PARALLEL --workers $WORKERS --generations $GENERATIONS \
+      --match-games $MATCH_GAMES $CPU -q
+    echo "exit status $? (137: stopped at BUDGET; run again to continue)"
+    save_state $DIR ;;
+  final)
+    timeout -s KILL $BUDGET python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
+        "$LOCAL" <<'EOF'
+import json, os, sys
+from leelaz.selfplay import play_match
+run, games, visits, parallel, local = sys.argv[1], *map(int, sys.argv[2:])
+best = open(os.path.join(run, "best")).read().strip()
+start = json.load(open(os.path.join(run, "run.json")))["start"]
+net = lambda sha: os.path.join(run, "networks", sha + ".gz")
+r = play_match(net(best), net(start), os.path.join(run, "final-vs-start"), max_games=games,
+               sprt=False, visits=visits, parallel=parallel, seed=7, cpu_only=bool(local),
+               progress=False)
+print(f"best {best[:12]} vs start {start[:12]}: {r.wins}-{r.losses}-{r.draws} of {r.games} "
+      f"games, score {(r.wins + r.draws / 2) / max(r.games, 1):.1%} (need >= 95%)")
+EOF
+    cp "$DIR/final-vs-start/result.json" "$OUT/final-vs-start.json" 2>/dev/null ;;
+  ray)
+    if [ "$LOCAL" != 1 ] && ! python3 -c 'import ray' 2>/dev/null; then
+      if ls .whl-ray/ray.part-* >/dev/null 2>&1; then
+        cat .whl-ray/ray.part-* > /tmp/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target /tmp/site /tmp/ray-*.whl .whl-ray/*.whl || exit 1
+      else
+        echo "no Ray: carry .whl-ray/ (see the header)"; exit 1
+      fi
+    fi
+    for K in ${*:-1 4 8}; do
+      R=/tmp/zero-ray$K
+      timeout -s KILL $BUDGET $ZERO $R --size $SIZE --seed $SEED -v $VISITS \
+        --games-per-gen $((RAY_GAMES * K)) --parallel $PARALLEL --ray auto --workers $K \
+        --selfplay-only $CPU -q 2>&1 | grep -v WARNING
+      grep "self-play games" $R/log.txt | tail -1 | sed "s/^/workers $K: /" | tee -a $OUT/ray.txt
+      save_state $R
+    done ;;
+  *) echo "usage: $0 loop|final|ray [K...]" >&2; exit 2 ;;
+esac
