@@ -14,11 +14,14 @@
 # Every call stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
 # call continues where it stopped).
 #
-# Carry .whl/ (pyopencl wheels, cp312, as for dev/bench_gpu.sh). For `ray`, also the Ray
-# wheel and its needs (cp312) in .whl-ray/: the Ray wheel (about 80 MB) does not fit one
-# call's 64 MiB, so carry it split: `split -b 40M ray-*.whl .whl-ray/ray.part-` gives two
-# parts; carry .whl-ray with the first part in one call and the second in the next (files
-# carried earlier stay on a warm machine); the script joins them.
+# Carry .whl/ (pyopencl wheels, cp312, as for dev/bench_gpu.sh). For `ray`, also Ray 2.60.0
+# (cp312) and the needs the GPU image may lack: its wheel (79 MB) does not fit one call's
+# 64 MiB, so it travels in two parts, `split -b 40M ray-2.60.0-cp312-*.whl ray.part-`:
+# .whl-ray1/ holds ray.part-aa and deps/ (msgpack, jsonschema and its needs, the aiohttp
+# helpers, multidict<7, packaging, filelock; `pip download --no-deps` for cp312 as
+# /work/.library/device/README.md says), .whl-ray2/ holds ray.part-ab. Carry .whl-ray1 in
+# one call and .whl-ray2 in the next (what a warm machine got in an earlier call stays):
+# the script joins the parts.
 # Env: SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (400 per generation),
 # WINDOW (800 games), STEPS (2000), BATCH (256), PARALLEL (64), WORKERS (4),
 # GENERATIONS (4), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
@@ -87,12 +90,13 @@ EOF
     cp "$DIR/final-vs-start/result.json" "$OUT/final-vs-start.json" 2>/dev/null ;;
   ray)
     if [ "$LOCAL" != 1 ] && ! python3 -c 'import ray' 2>/dev/null; then
-      if ls .whl-ray/ray.part-* >/dev/null 2>&1; then
-        cat .whl-ray/ray.part-* > /tmp/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
+      if [ -f .whl-ray1/ray.part-aa ] && [ -f .whl-ray2/ray.part-ab ]; then
+        cat .whl-ray1/ray.part-aa .whl-ray2/ray.part-ab \
+          > /tmp/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target /tmp/site /tmp/ray-*.whl .whl-ray/*.whl || exit 1
+          --target /tmp/site /tmp/ray-*.whl .whl-ray1/deps/*.whl || exit 1
       else
-        echo "no Ray: carry .whl-ray/ (see the header)"; exit 1
+        echo "no Ray: carry .whl-ray1/ and .whl-ray2/ (see the header)"; exit 1
       fi
     fi
     for K in ${*:-1 4 8}; do
