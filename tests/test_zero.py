@@ -197,9 +197,15 @@ def test_status_table_and_elo(tmp_path):
 
 # ---- whole generations ---------------------------------------------------------------------
 
-def test_local_generation_gated_and_status(tmp_path):
+def test_local_generation_gated_killed_mid_match_and_status(tmp_path):
     run = tmp_path / "run"
-    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1")
+    args = (*TINY, "--games-per-gen", "4", "--generations", "1", "--match-games", "6")
+    proc = start(run, *args)
+    matches = run / "matches"
+    _kill_when(proc, lambda: matches.is_dir() and any(matches.rglob("[!.]*.sgf")),
+               "the first finished match game")
+    assert not record(run, 1)["gate"].get("done")
+    done = zero(run, *args)  # the match restarts from its finished games
     assert done.returncode == 0, done.stderr
     info = json.loads((run / "run.json").read_text())
     assert (info["blocks"], info["filters"]) == (1, 8)
@@ -212,10 +218,10 @@ def test_local_generation_gated_and_status(tmp_path):
     gate = first["gate"]
     match_games = [p for p in (run / gate["dir"]).rglob("*.sgf") if not p.name.startswith(".")]
     assert gate["wins"] + gate["losses"] + gate["draws"] == gate["games"] == len(match_games)
-    assert 1 <= gate["games"] <= 4
+    assert 1 <= gate["games"] <= 6
     result = json.loads((run / gate["dir"] / "result.json").read_text())
     assert (result["wins"], result["losses"]) == (gate["wins"], gate["losses"])
-    # 4 games can never pass the server's SPRT (it needs more than 100), so no promotion.
+    # 6 games can never pass the server's SPRT (it needs more than 100), so no promotion.
     assert first["promoted"] is False and best(run) == info["start"]
 
     status = zero(run, "--status")
@@ -369,6 +375,9 @@ def test_bad_input_is_one_line_and_leaves_dir_alone(tmp_path):
     _one_line_error(zero(run, *TINY, "--size", "2x8", "--generations", "1"), "1x8", "2x8")
     _one_line_error(zero(run, *TINY, "--size", "six", "--generations", "1"), "--size")
     _one_line_error(zero(run, *TINY, "-w", str(tmp_path / "none.gz")), "none.gz")
+    from leelaz.backends.random_weights import make_random_weights
+    other_net = make_random_weights(tmp_path / "other.gz", 1, 8, seed=99)
+    _one_line_error(zero(run, *TINY, "-w", other_net, "--generations", "1"), "started from")
 
     # Ray unreachable: nothing listens on a port we just closed.
     import socket

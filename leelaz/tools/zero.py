@@ -24,7 +24,7 @@ import click
 from leelaz.tools import ToolError
 from leelaz.zero.local_executor import JobFailed, LocalExecutor, local_gpu_present
 from leelaz.zero.loop import Settings, ZeroLoop, machine_defaults
-from leelaz.zero.rundir import RunDir, RunError, network_size
+from leelaz.zero.rundir import RunDir, RunError, network_id, network_size, network_text
 
 DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
 
@@ -54,6 +54,9 @@ def _check_start(run: RunDir, size: str | None, weights: str | None) -> tuple[in
         if wanted and wanted != (info.blocks, info.filters):
             raise RunError(f"{run.root} is a run of {info.size} networks, not "
                            f"{wanted[0]}x{wanted[1]}; use another DIR")
+        if weights is not None and network_id(network_text(weights)) != info.start:
+            raise RunError(f"{run.root} started from network {info.start[:12]}, not "
+                           f"{weights}; leave out -w to continue it, or use another DIR")
         return info.blocks, info.filters
     return wanted or parse_size(DEFAULT_SIZE)
 

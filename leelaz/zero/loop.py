@@ -172,6 +172,8 @@ class ZeroLoop:
         seconds = time.monotonic() - start
         for name in SUMMED:  # what the jobs report of this call (retried jobs: last try)
             sp[name] = sp.get(name, 0) + sum(r.get(name, 0) for r in results)
+        backends = {r.get("backend") for r in results} - {"", None}
+        sp["backends"] = sorted(set(sp.get("backends", [])) | backends)
         sp.update(games=games, seconds=sp["seconds"] + seconds,
                   played=sp["played"] + games - before, done=True)
         self.run.save_generation(record)
@@ -179,7 +181,8 @@ class ZeroLoop:
         self.say(f"generation {gen}: {games} self-play games ({games - before} now, in "
                  f"{seconds:.0f} s; {3600 * sp['played'] * per_second:.0f} games/hour, "
                  f"{sp['moves'] * per_second:.1f} moves/s, "
-                 f"{sp['playouts'] * per_second:.0f} playouts/s)")
+                 f"{sp['playouts'] * per_second:.0f} playouts/s; "
+                 f"{', '.join(sp['backends']) or 'backend not reported'})")
 
     # ---- 2. training ----------------------------------------------------------------------
     def window(self, gen: int) -> tuple[list[str], int]:
