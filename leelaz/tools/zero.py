@@ -23,7 +23,7 @@ import click
 
 from leelaz.tools import ToolError
 from leelaz.zero.local_executor import JobFailed, LocalExecutor, local_gpu_present
-from leelaz.zero.loop import Settings, ZeroLoop, machine_defaults
+from leelaz.zero.loop import WINDOW_GENERATIONS, Settings, ZeroLoop, machine_defaults
 from leelaz.zero.rundir import RunDir, RunError, network_id, network_size, network_text
 
 DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
@@ -120,9 +120,10 @@ def _settings(opts: dict, executor) -> Settings:
         has_gpu = not opts["cpu_only"] and local_gpu_present()
     sized = machine_defaults(has_gpu)
     pick = {k: opts[k] if opts.get(k) is not None else v for k, v in sized.items()}
+    window = opts["window"] or WINDOW_GENERATIONS * pick["games_per_gen"]
     return Settings(visits=opts["visits"], match_visits=opts["match_visits"],
                     games_per_gen=pick["games_per_gen"], generations=opts["generations"],
-                    window=pick["window"], steps=pick["steps"], batch=pick["batch"],
+                    window=window, steps=pick["steps"], batch=pick["batch"],
                     lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
                     gate=not opts["no_gate"], match_games=opts["match_games"],
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
@@ -163,7 +164,7 @@ def show_status(run: RunDir) -> int:
 @click.option("--generations", type=click.IntRange(0, None), default=None,
               help="Stop once the run has N generations [default: run until interrupted].")
 @click.option("--window", type=click.IntRange(1, None), default=None,
-              help="Train on the chunks of the newest N games [default: 8 generations].")
+              help="Train on the chunks of the newest N games [default: 8 generations' games].")
 @click.option("--steps", type=click.IntRange(1, None), default=None,
               help="Training steps per generation [default: 1000 with a GPU, else 100].")
 @click.option("--batch", type=click.IntRange(1, None), default=None,

@@ -64,8 +64,13 @@ def machine_defaults(has_gpu: bool) -> dict:
     that feeds it), bigger generations and a longer training per generation; on CPUs small
     ones, so that a generation takes minutes rather than hours."""
     if has_gpu:
-        return dict(games_per_gen=256, parallel=64, steps=1000, batch=256, window=2048)
-    return dict(games_per_gen=32, parallel=8, steps=100, batch=64, window=256)
+        return dict(games_per_gen=256, parallel=64, steps=1000, batch=256)
+    return dict(games_per_gen=32, parallel=8, steps=100, batch=64)
+
+
+#: The default window, in generations' worth of games (minigo and KataGo grow theirs with the
+#: run; a fixed number of recent generations is the simple version of that).
+WINDOW_GENERATIONS = 8
 
 
 class _Bar:
