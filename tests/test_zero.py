@@ -285,8 +285,11 @@ def _kill_when(proc: subprocess.Popen, ready, what: str, timeout: float = 180) -
 
 def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
     run = tmp_path / "run"
-    args = (*TINY, "--games-per-gen", "4", "--workers", "2", "--generations", "1", "--no-gate",
-            "--steps", "12", "--batch", "8", "--checkpoint-seconds", "1")
+    # One game at a time per job, so that a kill after the first finished game always finds
+    # games in flight; a checkpoint after every step, so that the kill lands between two.
+    args = (*TINY, "--games-per-gen", "4", "--workers", "2", "--parallel", "1",
+            "--generations", "1", "--no-gate", "--steps", "6", "--batch", "8",
+            "--checkpoint-seconds", "0")
     selfplay, trainer = run / "selfplay", run / "train" / "g0001"
 
     proc = start(run, *args)
@@ -308,7 +311,7 @@ def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
     assert first["done"] and first["selfplay"]["games"] == 4
     games = check_games_whole(selfplay, 4)  # whole, and each counted once
     check_window(run, 1, games)
-    assert first["train"]["steps_done"] == 12
+    assert first["train"]["steps_done"] == 6
     check_networks(run)
     assert best(run) == first["train"]["candidate"]
 
@@ -324,8 +327,8 @@ def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
         doomed = cluster.add_node(num_cpus=1)
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        args = (*TINY, "--games-per-gen", "6", "--workers", "3", "--generations", "1",
-                "--no-gate", "--ray", cluster.address)
+        args = (*TINY, "--games-per-gen", "6", "--workers", "3", "--parallel", "1",
+                "--generations", "1", "--no-gate", "--ray", cluster.address)
         proc = start(run, *args)
         selfplay = run / "selfplay"
         deadline = time.monotonic() + 240
@@ -333,7 +336,8 @@ def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline
             time.sleep(0.2)
-        # Three jobs of two games on three one-CPU nodes: each node is in the middle of a game.
+        # Three jobs of two games, one at a time, on three one-CPU nodes: when the first game
+        # ends, every node is in the middle of a game.
         cluster.remove_node(doomed)
         try:
             proc.wait(timeout=300)
