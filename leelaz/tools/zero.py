@@ -1,13 +1,13 @@
 """`leelaz zero DIR`: the Zero loop (self-play -> train -> gate -> promote) on a run folder.
 
-    leelaz zero runs/z1 --size 6x64 -v 200 --games-per-gen 500 --generations 5
+    leelaz zero runs/z1 --size 6x64 -v 100 --games-per-gen 256 --generations 5
     leelaz zero runs/z1                     # the same run again: continues where it stopped
     leelaz zero runs/z1 --ray auto          # self-play and matches as Ray tasks
     leelaz zero runs/z1 --status            # the generation table and runs/z1/status.png
 
 Owns: the command line, its checks (each bad input is one `ERROR: ...` line on stderr and exit
-status 1, before anything in DIR is changed), creating the starting network, and wiring the run folder,
-the executor and the loop together. The loop itself is leelaz.zero.loop.
+status 1, before anything in DIR is changed), creating the starting network, and wiring the run
+folder, the executor and the loop together. The loop itself is leelaz.zero.loop.
 
 Imports: click, leelaz.tools (ToolError), leelaz.zero.*, leelaz.backends.random_weights (the
 seeded random starting network).
@@ -22,9 +22,11 @@ import sys
 import click
 
 from leelaz.tools import ToolError
-from leelaz.zero.local_executor import JobFailed, LocalExecutor, local_gpu_present
+from leelaz.zero.jobs import JobFailed
+from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
 from leelaz.zero.loop import WINDOW_GENERATIONS, Settings, ZeroLoop, machine_defaults
-from leelaz.zero.rundir import RunDir, RunError, network_id, network_size, network_text
+from leelaz.zero.rundir import (RunDir, RunError, network_id, network_size,
+                                 network_text)
 
 DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
 

@@ -23,6 +23,10 @@ import os
 SUMMED = ("games_this_run", "moves", "playouts", "evaluations", "network_calls")
 
 
+class JobFailed(Exception):
+    """A job failed for good (raised by the executors); the first line says which and why."""
+
+
 class SharedFolderMissing(RuntimeError):
     """The run folder is not visible where the job runs (a Ray node without the shared disk)."""
 

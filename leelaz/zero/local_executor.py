@@ -10,7 +10,7 @@ A child that dies without answering (killed, out of memory) is started again up 
 MAX_RETRIES times; the job resumes from its files, so only the games in flight are lost. A job
 that raises a Python exception is not retried (it would fail the same way): JobFailed.
 
-Imports: leelaz.zero.jobs; stdlib.
+Imports: leelaz.zero.jobs (the jobs, JobFailed); pyopencl (only to look for a GPU); stdlib.
 """
 
 from __future__ import annotations
@@ -23,15 +23,11 @@ import time
 import traceback
 from typing import Callable
 
-from leelaz.zero.jobs import JOBS
+from leelaz.zero.jobs import JOBS, JobFailed
 
 MAX_RETRIES = 3
 #: How often the parent looks at its children and updates the progress bar (seconds).
 POLL_SECONDS = 0.5
-
-
-class JobFailed(Exception):
-    """A job failed for good; the message says which job and why, in one line."""
 
 
 def _die_with_parent() -> None:

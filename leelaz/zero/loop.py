@@ -19,7 +19,8 @@ is found again from its files: finished games from their SGFs, the trainer from 
 checkpoint, the match from its SGFs. `generations` counts all generations of the run, so the
 same command rerun after a kill (or a time limit) goes on until the run has that many.
 
-Imports: leelaz.zero.rundir, leelaz.zero.jobs (names only), leelaz.files, leelaz.progress.
+Imports: leelaz.zero.rundir, leelaz.zero.jobs (JobFailed, the reported figures), leelaz.files,
+leelaz.progress.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from leelaz.files import write_text_atomic
-from leelaz.zero.jobs import SUMMED
-from leelaz.zero.local_executor import JobFailed
+from leelaz.zero.jobs import SUMMED, JobFailed
 from leelaz.zero.rundir import RunDir, RunInfo, finished_games
 
 

@@ -14,7 +14,7 @@ The files are the results: workers write into the run folder (by atomic renames)
 therefore be on a filesystem every node sees; a job on a node without it fails with one clear
 line (jobs.SharedFolderMissing).
 
-Imports: ray (optional), leelaz.zero.jobs, leelaz.zero.local_executor (JobFailed); stdlib.
+Imports: ray (optional), leelaz.zero.jobs, leelaz.zero.rundir (RunError); stdlib.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import os
 import socket
 from typing import Callable
 
-from leelaz.zero.jobs import JOBS, TrainerActor
-from leelaz.zero.local_executor import JobFailed
+from leelaz.zero.jobs import JOBS, JobFailed, TrainerActor
 from leelaz.zero.rundir import RunError
 
 INSTALL_HINT = "pip install 'leelaz[zero]'"
