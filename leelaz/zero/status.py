@@ -8,7 +8,7 @@ candidates' estimates along the chain of best networks, starting at 0 for the fi
 (as Leela Zero's graph did; SPRT stops early on good streaks, so these sums lean high).
 Without gating there is no match and so no estimate.
 
-Imports: leelaz.zero.rundir, leelaz.files; matplotlib (optional, only for the plot).
+Imports: leelaz.zero.rundir; matplotlib (optional, only for the plot).
 """
 
 from __future__ import annotations
