@@ -22,17 +22,18 @@
 # /work/.library/device/README.md says), .whl-ray2/ holds ray.part-ab. Carry .whl-ray1 in
 # one call and .whl-ray2 in the next (what a warm machine got in an earlier call stays):
 # the script joins the parts.
-# Env: SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (400 per generation),
-# WINDOW (800 games), STEPS (2000), BATCH (256), PARALLEL (64), WORKERS (4),
+# Env: SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (256 per generation),
+# WINDOW (768 games), STEPS (1500), BATCH (256), PARALLEL (64), WORKERS (4),
 # GENERATIONS (4), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
-# BUDGET (560 s), OUT (/tmp/zero-out).
+# BUDGET (560 s for the whole call; `ray` skips a K that would start with under 90 s left),
+# OUT (/tmp/zero-out).
 # LOCAL=1 is the dry run on a machine without a GPU (--cpu-only, tiny settings from the env),
 # e.g. LOCAL=1 SIZE=1x8 VISITS=2 MATCH_VISITS=2 GAMES=4 STEPS=4 BATCH=16 PARALLEL=2 WORKERS=2 \
 #      GENERATIONS=1 MATCH_GAMES=4 FINAL_GAMES=2 RAY_GAMES=2 bash dev/zero_gpu.sh loop
 set -u
 MODE=${1:-}; shift || true
 SIZE=${SIZE:-6x64}; SEED=${SEED:-1}; VISITS=${VISITS:-100}; MATCH_VISITS=${MATCH_VISITS:-100}
-GAMES=${GAMES:-400}; WINDOW=${WINDOW:-800}; STEPS=${STEPS:-2000}; BATCH=${BATCH:-256}
+GAMES=${GAMES:-256}; WINDOW=${WINDOW:-768}; STEPS=${STEPS:-1500}; BATCH=${BATCH:-256}
 PARALLEL=${PARALLEL:-64}; WORKERS=${WORKERS:-4}; GENERATIONS=${GENERATIONS:-4}
 MATCH_GAMES=${MATCH_GAMES:-400}; FINAL_GAMES=${FINAL_GAMES:-60}; RAY_GAMES=${RAY_GAMES:-64}
 BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}
@@ -100,8 +101,11 @@ EOF
       fi
     fi
     for K in ${*:-1 4 8}; do
-      R=/tmp/zero-ray$K
-      timeout -s KILL $BUDGET $ZERO $R --size $SIZE --seed $SEED -v $VISITS \
+      R=/tmp/zero-ray$K; LEFT=$((BUDGET - SECONDS))
+      if [ $LEFT -lt 90 ]; then
+        echo "workers $K: skipped, ${LEFT}s left (run it in the next call)"; continue
+      fi
+      timeout -s KILL $LEFT $ZERO $R --size $SIZE --seed $SEED -v $VISITS \
         --games-per-gen $((RAY_GAMES * K)) --parallel $PARALLEL --ray auto --workers $K \
         --selfplay-only $CPU -q 2>&1 | grep -v WARNING
       grep "self-play games" $R/log.txt | tail -1 | sed "s/^/workers $K: /" | tee -a $OUT/ray.txt
