@@ -9,8 +9,12 @@
 #                                    1/K of it each): --selfplay-only, one DIR per K
 #
 # DIR lives on the machine (/tmp/zero-*): it survives between calls only while the machine
-# stays warm; each call copies the small state (run.json, best, generations/, log.txt, the
-# table) to $OUT, so `leelaz zero $OUT/<dir> --status` here redraws the table and the Elo plot.
+# stays warm. Each call copies the state without the games (run.json, best, generations/,
+# networks/, log.txt, the table) to $OUT/<dir>, so `leelaz zero $OUT/<dir> --status` here
+# redraws the table and the Elo plot; and if the machine went cold, copy that folder into the
+# checkout as .zero-state/<dir> and carry .zero-state: the run goes on from it (the games of
+# earlier generations are gone, so the next window holds only new ones; a generation in
+# progress replays its phase).
 # Every call stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
 # call continues where it stopped).
 #
@@ -57,16 +61,24 @@ else
 fi
 ZERO="python3 -m leelaz zero"
 
-save_state() {  # the small files of a run folder, to $OUT/<its name>
+save_state() {  # a run folder without its games, to $OUT/<its name>
   local d=$1 to=$OUT/$(basename "$1")
   mkdir -p "$to"
-  (cd "$d" && cp -r run.json best generations log.txt "$to"/ 2>/dev/null)
+  (cd "$d" && cp -r run.json best generations networks log.txt "$to"/ 2>/dev/null)
   $ZERO "$d" --status -q > "$to/status.txt" 2>&1; cat "$to/status.txt"
   cp "$d/status.png" "$to/" 2>/dev/null
 }
 
+restore_state() {  # a cold machine: start again from a carried copy of save_state's folder
+  local d=$1 from=.zero-state/$(basename "$1")
+  if [ ! -f "$d/run.json" ] && [ -f "$from/run.json" ]; then
+    mkdir -p "$d" && cp -r "$from"/. "$d"/ && echo "restored $d from $from"
+  fi
+}
+
 case "$MODE" in
   loop)
+    restore_state $DIR
     timeout -s KILL $BUDGET $ZERO $DIR --size $SIZE --seed $SEED -v $VISITS \
       --match-visits $MATCH_VISITS --games-per-gen $GAMES --window $WINDOW --steps $STEPS \
       --batch $BATCH --parallel $PARALLEL --workers $WORKERS --generations $GENERATIONS \
@@ -74,6 +86,7 @@ case "$MODE" in
     echo "exit status $? (137: stopped at BUDGET; run again to continue)"
     save_state $DIR ;;
   final)
+    restore_state $DIR
     timeout -s KILL $BUDGET python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
         "$LOCAL" <<'EOF'
 import json, os, sys
