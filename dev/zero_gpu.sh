@@ -26,7 +26,7 @@
 # /work/.library/device/README.md says), .whl-ray2/ holds ray.part-ab. Carry .whl-ray1 in
 # one call and .whl-ray2 in the next (what a warm machine got in an earlier call stays):
 # the script joins the parts.
-# Env: SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (256 per generation),
+# Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (256 per generation),
 # WINDOW (768 games), STEPS (1500), BATCH (256), PARALLEL (64), WORKERS (4),
 # GENERATIONS (4), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
 # BUDGET (560 s for the whole call; `ray` skips a K that would start with under 90 s left),
@@ -82,7 +82,7 @@ case "$MODE" in
     timeout -s KILL $BUDGET $ZERO $DIR --size $SIZE --seed $SEED -v $VISITS \
       --match-visits $MATCH_VISITS --games-per-gen $GAMES --window $WINDOW --steps $STEPS \
       --batch $BATCH --parallel $PARALLEL --workers $WORKERS --generations $GENERATIONS \
-      --match-games $MATCH_GAMES $CPU -q
+      --match-games $MATCH_GAMES ${EXTRA:-} $CPU -q
     echo "exit status $? (137: stopped at BUDGET; run again to continue)"
     save_state $DIR ;;
   final)
