@@ -12,6 +12,7 @@ from fake_evaluator import HashEvaluator
 from leelaz.game.coords import BLACK, WHITE, parse_gtp_vertex
 from leelaz.game.state import GameState
 from leelaz.search.params import SearchParams
+from leelaz.search.run import Limits, Progress
 from leelaz.search.search import UCTSearch
 
 VISITS = 120
@@ -80,8 +81,6 @@ def test_between_batches_runs_after_every_batch_and_may_stop_nothing():
     run = search.start(state, WHITE)
     run.between_batches = lambda r: seen.append(r.root.visits)
     run.prepare()
-    from leelaz.search.run import Limits, Progress
-
     run.run(Limits(VISITS, VISITS, 10**6), Progress())
     result = search.finish(run)
     assert seen == sorted(seen) and seen[-1] == VISITS and len(seen) >= VISITS // BATCH
@@ -94,3 +93,49 @@ def _nodes(root):
         node = stack.pop()
         yield node
         stack.extend(node.children)
+
+
+def test_a_driver_with_the_runs_own_stopping_rules_plays_the_games_think_plays():
+    """start_move / prepare / begin, then next_batch_size / collect / one call / apply /
+    after_batch per round, over several moves of two games (tree reuse, the batch ramp,
+    the early stop of the default time management): the moves and playouts of think()."""
+    moves, visits = 4, 300
+
+    def stepping_params():
+        return SearchParams(max_visits=visits, batch_size=BATCH, quiet=True)
+
+    starts = [position("D4 Q16"), position("Q4 D16 C3")]
+    network = HashEvaluator(seed=4)
+    searches = [UCTSearch(network, stepping_params(), rng=2) for _ in starts]
+    states = [state.copy() for state in starts]
+    played = [[] for _ in starts]
+    runs = [None for _ in starts]
+    while any(len(p) < moves for p in played):
+        live, batches = [], []
+        for i, search in enumerate(searches):
+            if len(played[i]) >= moves:
+                continue
+            if runs[i] is None:
+                runs[i], limits = search.start_move(states[i], time_limit_cs=10**6)
+                runs[i].prepare()
+                runs[i].begin(limits, Progress())
+            live.append(i)
+            batches.append(runs[i].collect(runs[i].next_batch_size()))
+        evals = network.submit([st for b in batches for st in b.states]).result()
+        for i, batch in zip(live, batches):
+            mine, evals = evals[:len(batch.leaves)], evals[len(batch.leaves):]
+            runs[i].apply_evaluations(batch, mine)
+            if not runs[i].after_batch(batch.done + len(batch.leaves)):
+                result = searches[i].finish(runs[i])
+                played[i].append((result.move, result.playouts, result.root_visits))
+                states[i].play(states[i].to_move, result.move)
+                runs[i] = None
+    for start, got in zip(starts, played):
+        search = UCTSearch(HashEvaluator(seed=4), stepping_params(), rng=2)
+        state, expected = start.copy(), []
+        for _ in range(moves):
+            result = search.think(state, time_limit_cs=10**6, use_clock=False)
+            expected.append((result.move, result.playouts, result.root_visits))
+            state.play(state.to_move, result.move)
+        assert got == expected
+    assert any(root < visits for p in played for _, _, root in p), played  # stopped early

@@ -2,7 +2,8 @@
 
 Owns: `advance` (Leela Zero's advance_to_new_rootstate: walk the kept tree down the moves
 played since the last search), `prepare_root` (expand the root if needed, inflate every child,
-drop superko repeats and an avoided pass, add noise with -n), `dirichlet_noise`, and the small
+drop superko repeats and an avoided pass, add noise with -n), `root_needs_evaluation`,
+`dirichlet_noise`, and the small
 helpers about the root (`kept_boards`, `to_move`). Imports: game.coords, search.node, search.expansion (FLT_MIN).
 
 The root's selection, `RootSelector`, stays in node.py beside `UCTNode.select_child`: its
@@ -61,7 +62,7 @@ def prepare_root(run: SearchRun) -> None:
     avoided pass, add Dirichlet noise with -n; prints `NN eval=`."""
     root, root_state, color = run.root, run.root_state, run.color
     had_children = root.has_children()
-    if (not root.expanded or root.psa_ratio > 0) and root_state.passes < 2:
+    if root_needs_evaluation(root, root_state):
         ev = run.evaluator.evaluate([root_state])[0]
         black = run.expand(root, root_state, ev)
         if not had_children:
@@ -89,6 +90,13 @@ def prepare_root(run: SearchRun) -> None:
     run.seen = root_state.seen_positions()
     if run.params.noise:
         dirichlet_noise(root, run.rng, run.params.dirichlet_alpha, run.params.dirichlet_epsilon)
+
+
+def root_needs_evaluation(root: UCTNode, root_state) -> bool:
+    """Whether `prepare_root` evaluates the root: a new or memory-cut root of a game that is
+    not over. A driver batching several games asks first, and sends the root's position in
+    its network call, so the evaluation `prepare_root` asks for is then in the cache."""
+    return (not root.expanded or root.psa_ratio > 0) and root_state.passes < 2
 
 
 def dirichlet_noise(root: UCTNode, rng, alpha: float, epsilon: float) -> None:

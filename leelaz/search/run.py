@@ -3,9 +3,9 @@
 Owns: `SearchRun` (one per think/ponder call: the root state and colour, the limits, the batch
 in flight, the playout and node counters, the positions the tree may still keep), `Limits` and
 `Progress` (what stops a run and whom it reports to), the descent, the general expansion and
-the backup. Imports: search.node, search.expansion, search.stats, search.timemanage, leelaz.batching
-(the batch policy), leelaz.memory (the tree's size). UCTSearch (search.py) makes a run per call and keeps the tree,
-the parameters and the evaluator across calls.
+the backup. Imports: search.node, search.expansion, search.stats, search.timemanage,
+leelaz.batching (the batch policy), leelaz.memory (the tree's size). UCTSearch (search.py)
+makes a run per call and keeps the tree, the parameters and the evaluator across calls.
 
 One batch (hot path, `collect` -> `submit` -> `apply`): up to `size` playouts descend from the
 root on the positions the nodes keep (or on copies: `board.copy()` + `play_move()`), each
@@ -22,11 +22,17 @@ sizes follow leelaz/batching.py (the ramp that keeps a big batch from blinding a
 search).
 
 Seams for drivers other than `run` (each step is public and takes the run's own state only):
-- Several searches in one network call (self-play, several games at once): `run =
-  search.start(state)` and `run.prepare()` for each game, then call `collect(n)` on each run,
-  send every `LeafBatch.states` in one evaluator call, hand each run its share with
-  `apply_evaluations(batch, evals)` (`forget(batch)` if the call failed), and end each with
-  `search.finish(run)`.
+- Several searches in one network call (self-play, several games at once): for each game,
+  `run, limits = search.start_move(state)` (or `search.start(state)` with limits of its
+  own), `run.prepare()` (when `run.root_needs_evaluation()`, the driver may first send the
+  root's position in its network call, so that prepare finds it in the evaluator's cache),
+  `run.begin(limits, Progress())`; then per round `collect(run.next_batch_size())` on each
+  run, every `LeafBatch.states` in one network call, each run's share handed back with
+  `apply(batch)` after the run's own `submit(batch)` (an evaluator whose calls the driver
+  joins) or `apply_evaluations(batch, evals)` (`forget(batch)` if the call failed), and
+  `after_batch(did)` (the stopping rules `run` applies) says whether it goes on; at the end
+  `search.finish(run)`. selfplay/runner.py drives games so (without dynamic komi, which
+  `think` starts around `run`).
 - Something to do between batches (dynamic komi): `run` calls `between_batches(run)` after
   every batch when it is set; `root_state` is the position the root stands for, and terminal
   leaves are scored with its komi. The hook may replace `root` (a komi change discards the
@@ -49,7 +55,7 @@ from leelaz.search import stats, timemanage
 from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
 from leelaz.search.node import INVALID, RootSelector, UCTNode, backup
 from leelaz.search.result import SearchResult
-from leelaz.search.root import prepare_root
+from leelaz.search.root import prepare_root, root_needs_evaluation
 
 #: Consecutive batches without a single playout or expansion after which a search gives up.
 STALL_LIMIT = 100
@@ -129,12 +135,23 @@ class SearchRun:
         self.in_flight: LeafBatch | None = None  # the batch on the device, pipelined
         self.root_selector: RootSelector | None = None
         self.progress_shown = 0  # centiseconds of the last on_progress call
+        # Set by `begin`: what stops the batches, whom they report to, the batch size, and
+        # the loop's own state (the early stop's, the last reports, batches without work).
+        self.limits: Limits | None = None
+        self.progress = Progress()
+        self.batch_size = 1
+        self._early_stop: timemanage.EarlyStop | None = None
+        self._last_update = self._last_output = self._stalled = 0
         #: Called with the run after every batch when set (the dynamic-komi seam).
         self.between_batches: Callable[[SearchRun], None] | None = None
         #: search/dynkomi_search.DynamicKomi in the dynamic-komi modes, else None.
         self.dynamic_komi = search.dynamic_komi
         #: The state the caller passed (dynamic komi writes an adjusted komi back to it).
         self.caller_state = None
+
+    def root_needs_evaluation(self) -> bool:
+        """Whether `prepare` will evaluate the root (search/root.py)."""
+        return root_needs_evaluation(self.root, self.root_state)
 
     def prepare(self) -> None:
         """Ready the root (search/root.py: expand it if needed, drop repeats, add noise) and
@@ -148,66 +165,83 @@ class SearchRun:
 
         With an asynchronous evaluator (a GPU) and batches of more than one, one batch is
         kept in flight: its leaves are expanded after the next batch has been collected."""
-        batch = max(1, self.params.batch_size)
-        pipelined = batch > 1 and self.evaluator.asynchronous
+        self.begin(limits, progress)
+        pipelined = self.batch_size > 1 and self.evaluator.asynchronous
         self.in_flight = None
         try:
-            self._batches(limits, progress, batch, pipelined)
+            while True:
+                if pipelined:
+                    did = self._step_pipelined(self.next_batch_size(pipelined=True))
+                else:
+                    did = self._step(self.next_batch_size())
+                if not self.after_batch(did):
+                    break
             self._drain()
         finally:
             self.in_flight = None  # after an error the caller resets the tree
         if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
             progress.on_progress(self.snapshot())
 
-    def _batches(self, limits: Limits, progress: Progress, batch: int, pipelined: bool) -> None:
-        p = self.params
-        root = self.root
-        early_stop = timemanage.EarlyStop(p.effective_timemanage(), self.log)
-        visits_cap, playouts_cap, budget_cs = limits.visits, limits.playouts, limits.budget_cs
-        pondering = limits.pondering
-        on_progress, interval_cs = progress.on_progress, progress.interval_cs
-        should_stop = progress.should_stop
-        last_update = last_output = stalled = 0
+    # ------------------------------------------------------------------ the loop, in steps
+    def begin(self, limits: Limits, progress: Progress) -> None:
+        """Start the batches (after `prepare`): `run` calls it, and so does a driver that
+        steps several runs itself (`next_batch_size`, `collect`, its own network call,
+        `apply`, `after_batch`), so both stop by the same rules."""
+        self.limits = limits
+        self.progress = progress
+        self.batch_size = max(1, self.params.batch_size)
+        self._early_stop = timemanage.EarlyStop(self.params.effective_timemanage(), self.log)
+        self._last_update = self._last_output = self._stalled = 0
         self.progress_shown = 0
-        while True:
-            left = min(playouts_cap - self.playouts, visits_cap - root.visits)
-            in_flight = len(self.in_flight.leaves) if self.in_flight is not None else 0
-            size = leaves_to_collect(batch, left, in_flight, root.visits, p,
-                                     self.leaf_seconds if pondering else 0.0)
-            if size < 1 and not in_flight:
-                size = 1  # something must run, or the loop would stall
-            if pipelined:
-                did = self._step_pipelined(size if size > 0 and left > in_flight else 0)
-            else:
-                did = self._step(max(1, size))
-            if self.between_batches is not None:
-                self.between_batches(self)
-                root = self.root  # a komi change replaces the tree
-            if did:
-                stalled = 0
-            else:
-                stalled += 1
-                if stalled >= STALL_LIMIT:  # every descent ends in a repetition: give up
-                    break
-            elapsed_cs = int((time.monotonic() - self.start) * 100)
-            if interval_cs and on_progress and elapsed_cs - last_output > interval_cs:
-                last_output = self.progress_shown = elapsed_cs
-                on_progress(self.snapshot())
-            if not pondering and elapsed_cs - last_update > 250:
-                last_update = elapsed_cs
-                self.log_playouts()
-            if self.tree_bytes() >= p.max_tree_bytes:
-                break
-            if self.playouts >= playouts_cap or root.visits >= visits_cap:
-                break
-            if should_stop is not None and should_stop():
-                break
-            if pondering:
-                continue
-            if elapsed_cs >= budget_cs:
-                break
-            if not early_stop.keep_searching(self, limits, elapsed_cs):
-                break
+
+    def next_batch_size(self, pipelined: bool = False) -> int:
+        """How many leaves the next batch collects: the batch policy (leelaz/batching.py)
+        under the limits, less the leaves in flight. At least one without a batch in
+        flight (something must run); 0 when a pipelined run should only drain."""
+        limits = self.limits
+        left = min(limits.playouts - self.playouts, limits.visits - self.root.visits)
+        in_flight = len(self.in_flight.leaves) if self.in_flight is not None else 0
+        size = leaves_to_collect(self.batch_size, left, in_flight, self.root.visits,
+                                 self.params, self.leaf_seconds if limits.pondering else 0.0)
+        if size < 1 and not in_flight:
+            size = 1
+        if pipelined:
+            return size if size > 0 and left > in_flight else 0
+        return max(1, size)
+
+    def after_batch(self, did: int) -> bool:
+        """After each batch (`did`: descents that made a playout or an expansion): the
+        between-batches hook, progress reports, then whether to go on: not after
+        STALL_LIMIT batches in a row did nothing, nor past the tree's memory, a visit or
+        playout cap, should_stop, the time budget or the early stop (search/timemanage.py)."""
+        if self.between_batches is not None:
+            self.between_batches(self)  # may replace self.root (a komi change): read below
+        if did:
+            self._stalled = 0
+        else:
+            self._stalled += 1
+            if self._stalled >= STALL_LIMIT:  # every descent ends in a repetition: give up
+                return False
+        limits, progress = self.limits, self.progress
+        elapsed_cs = int((time.monotonic() - self.start) * 100)
+        interval_cs, on_progress = progress.interval_cs, progress.on_progress
+        if interval_cs and on_progress and elapsed_cs - self._last_output > interval_cs:
+            self._last_output = self.progress_shown = elapsed_cs
+            on_progress(self.snapshot())
+        if not limits.pondering and elapsed_cs - self._last_update > 250:
+            self._last_update = elapsed_cs
+            self.log_playouts()
+        if self.tree_bytes() >= self.params.max_tree_bytes:
+            return False
+        if self.playouts >= limits.playouts or self.root.visits >= limits.visits:
+            return False
+        if progress.should_stop is not None and progress.should_stop():
+            return False
+        if limits.pondering:
+            return True
+        if elapsed_cs >= limits.budget_cs:
+            return False
+        return self._early_stop.keep_searching(self, limits, elapsed_cs)
 
     def _step(self, limit: int) -> int:
         """Collect up to `limit` leaves under virtual loss, evaluate them at once, back up.

@@ -9,8 +9,9 @@ The search is three files by concern: this one orchestrates a call; search/root.
 prepares the root (tree reuse, noise); search/run.py is one call's batches, budgets and
 counters (`SearchRun`, the hot path: descent, expansion, backup, pipelining), and the seam for
 drivers that batch several searches into one network call (self-play) or act between batches
-(dynamic komi): `UCTSearch.start` -> `SearchRun.prepare` -> the run's `collect` /
-`apply_evaluations` steps (or `run`, with its `between_batches` hook) -> `UCTSearch.finish`.
+(dynamic komi): `UCTSearch.start_move` (or `start`) -> `SearchRun.prepare` -> `begin` and the
+run's `collect` / `apply` / `after_batch` steps (or `run`, with its `between_batches` hook) ->
+`UCTSearch.finish`.
 
 Statistics are kept from Black's side (see node.py); reports use the side to move.
 
@@ -180,21 +181,18 @@ class UCTSearch:
         `on_progress(snapshot)` is called every `progress_interval_cs` (lz-genmove_analyze),
         and once at the end if it never was. `should_stop()` aborts early (e.g. quit).
         """
-        p = self.params
         color = state.to_move if color is None else color
         started = time.monotonic()
         tc = state.time_control if use_clock else None
         if tc is not None:
             tc.start(color)
         try:
-            run = self.start(state, color, restrictions, started)
-            budget = timemanage.budget_cs(p, run.root_state, color, tc, time_limit_cs)
-            self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
+            run, limits = self.start_move(state, color, time_limit_cs=time_limit_cs,
+                                          max_visits=max_visits, max_playouts=max_playouts,
+                                          restrictions=restrictions, clock=tc, started=started)
             run.prepare()
-            limits = Limits(p.max_visits if max_visits is None else max_visits,
-                            p.max_playouts if max_playouts is None else max_playouts, budget)
             if self.dynamic_komi is not None:  # genmove adjusts in the first half of its budget
-                self.dynamic_komi.start_run(run, (budget, limits.playouts))
+                self.dynamic_komi.start_run(run, (limits.budget_cs, limits.playouts))
             self._run(run, limits, Progress(on_progress, progress_interval_cs, should_stop))
             return self.finish(run, nopass, noresign)
         except BaseException:
@@ -267,6 +265,24 @@ class UCTSearch:
         self.current = SearchRun(self, root_state, color, started, restrictions)
         self.current.caller_state = state
         return self.current
+
+    def start_move(self, state, color: int | None = None, *,
+                   time_limit_cs: int | None = None, max_visits: int | None = None,
+                   max_playouts: int | None = None,
+                   restrictions: MoveRestrictions | None = None, clock=None,
+                   started: float | None = None) -> tuple[SearchRun, Limits]:
+        """genmove's first step (`think` is made of these steps): `start`, and the limits of
+        the move, its time budget (`time_limit_cs`, else `clock`'s max_time_for_move; the
+        caller starts and stops the clock) and the visit and playout caps (params' by
+        default). A driver stepping several games goes on with `run.prepare()`,
+        `run.begin(limits, Progress())` and the run's steps, then `finish(run)`."""
+        p = self.params
+        run = self.start(state, color, restrictions, started)
+        budget = timemanage.budget_cs(p, run.root_state, run.color, clock, time_limit_cs)
+        self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
+        limits = Limits(p.max_visits if max_visits is None else max_visits,
+                        p.max_playouts if max_playouts is None else max_playouts, budget)
+        return run, limits
 
     def finish(self, run: SearchRun, nopass: bool = False,
                noresign: bool = False) -> SearchResult:
