@@ -60,8 +60,8 @@ class Throughput:
 
 def instant_backend(weights):
     """The registry's `random` backend: answers at once, so a run measures what one process
-    of self-play costs on the host alone (the ceiling a GPU cannot lift). Synchronous, as
-    the coalescer then uses one group, like NumPy."""
+    of self-play costs on the host alone (the ceiling a GPU cannot lift). Synchronous, so
+    the runner keeps one group of games, as on NumPy."""
     from leelaz.backends import create_backend
     return create_backend("random", weights, asynchronous=False)
 
@@ -89,7 +89,7 @@ def ours(weights: str, *, seconds: float, visits: int, parallel: int, workers: i
 def backend_peak(weights: str, batch: int, *, seconds: float = 10.0, cpu_only: bool = False,
                  gpus=(), precision: str = "auto") -> float:
     """The backend alone: evaluations/s at `batch` rows a call, two calls in flight (as the
-    coalescer's two groups keep it), on random 0/1 planes."""
+    runner's two groups of games keep it), on random 0/1 planes."""
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.weights import load_weights
     net = load_weights(weights)

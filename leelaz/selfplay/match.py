@@ -5,8 +5,9 @@ game.sgf, game.coords.
 
 Game `i` gives network A Black when i is even (colours alternate, as the server's tasks do);
 both sides get the same seed (autogtp's match line) and the match settings (`lz-gate`: 1600
-visits, resign 5 %, no noise, no random moves, dumb pass). Each side's searches run on its own
-network and its own coalescer, so A's leaves of all games form one batch and B's another.
+visits, resign 5 %, no noise, no random moves, dumb pass). The games are stepped together by
+selfplay/runner.py; each side's searches run on its own network and its own round batches,
+so in a round A's leaves of all games form one network call and B's another.
 
 The folder holds `match.json` (the two networks and the settings; a resumed match must be the
 same match), one SGF per finished game (named as self-play games, selfplay/store.py) and
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass
 from leelaz import files
 from leelaz.game.coords import BLACK, WHITE
 from leelaz.selfplay import sprt as sprt_rule
-from leelaz.selfplay.game import Player, play_game
+from leelaz.selfplay.game import GameInPlay, Player
 from leelaz.selfplay.runner import EngineSide, GameRunner, SelfplayError, warn
 from leelaz.selfplay.settings import MATCH_DEFAULTS, SelfplaySettings
 from leelaz.selfplay.store import GameStore, StoreError
@@ -113,17 +114,17 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
         score["handed"] += 1
         return store.next_index()
 
-    def play(slot, index):
+    def new_game(index, group, runner):
         seed = settings.game_seed(index)
-        a = Player.create(side_a.weights, side_a.coalescer.member(slot), weights_a, params,
-                          seed, settings.cache_size(), lookups)
-        b = Player.create(side_b.weights, side_b.coalescer.member(slot), weights_b, params,
-                          seed, settings.cache_size(), lookups)
+        a = Player.create(side_a.weights, side_a.backend_for(group), weights_a, params, seed,
+                          settings.cache_size(), lookups)
+        b = Player.create(side_b.weights, side_b.backend_for(group), weights_b, params, seed,
+                          settings.cache_size(), lookups)
         players = {BLACK: a, WHITE: b} if a_is_black(index) else {BLACK: b, WHITE: a}
-        return play_game(players, seed=seed, options=settings.option_text(seed, False),
-                         max_moves=settings.max_moves, record=False,
-                         resign_pct=params.resign_pct, should_stop=runner.stopping,
-                         on_move=runner.on_move)
+        return GameInPlay(players, options=settings.option_text(seed, False),
+                          max_moves=settings.max_moves, record=False,
+                          resign_pct=params.resign_pct, should_stop=runner.stopping,
+                          on_move=runner.on_move)
 
     def commit(index, game):
         try:
@@ -142,7 +143,7 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
         if sprt and now.decision is not None:
             runner.finish_soft()
 
-    runner = GameRunner(parallel, next_job, play, commit, [side_a.coalescer, side_b.coalescer])
+    runner = GameRunner(parallel, next_job, new_game, commit, [side_a, side_b])
     stats = runner.run()
     final = _result(score["wins"], score["losses"], weights_a, weights_b)
     final.seconds = time.monotonic() - began

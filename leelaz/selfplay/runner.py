@@ -1,30 +1,46 @@
-"""Many games at once in one process: a thread per game slot, one network call per round.
+"""Many games at once in one process: one loop steps every game, one network call per round.
 
-Owns: `EngineSide` (a network loaded once, its backend and its coalescer), `GameRunner` (the
-slots, stopping, progress and counters), `RunStats`. Imports: threading, time,
-backends (weights, device choice), selfplay.*.
+Owns: `EngineSide` (a network loaded once, its backend and its round batches), `GameRunner`
+(the game slots, the round loop, stopping, progress and counters), `RunStats`,
+`SelfplayError`. Imports: time, backends (weights, device choice), selfplay.game,
+selfplay.round_batch.
 
-Each of the `parallel` slots is a thread that plays one game after another; the games' leaves
-meet in the coalescer (selfplay/coalesce.py). Under the GIL only one game walks its tree at a
-time; the network call runs with the GIL released (NumPy, OpenCL), and that is where the
-other games' searches wait. Threads, rather than a step API on the search, because they need
-nothing but the search's public `think()` and the evaluator seam.
+The round (minigo's way: the searches never call the network, the driver batches): every game
+of a group takes the evaluations of the group's last call and searches on until its next
+leaves (or its next root) wait for the network (`GameInPlay.advance`, the search's own steps
+and stopping rules); then ONE backend call per network evaluates all of them
+(selfplay/round_batch.py). A game whose move is decided plays it and starts the next search
+in the same turn; a finished game is committed (selfplay/store.py) and its slot starts the
+next one. No threads: the host's time goes to the trees alone, and the games' order in a
+round does not matter to their moves (each has its own search, cache and symmetries), so
+`--parallel 1` and `--parallel 8` play the same games.
 
-Stopping: `stop()` (Ctrl-C, an error in one game) makes each game raise SelfplayStopped at its
-next move or network call; the time limit (`deadline`, the benchmark) lets each game finish
-its current move first. A stopped game writes nothing. Only finished games are committed
-(selfplay/store.py), so an interrupted run leaves whole games.
+With an asynchronous backend (OpenCL) the games form two groups, each with its own round
+batches: while one group's call runs on the device, the other group walks its trees, so the
+device and Python overlap as the search's own pipelining does.
+
+Stopping: the time limit (`deadline`, the benchmark) lets each game finish its current move
+and drops it at the next; `finish_soft()` (the SPRT decided) starts no new game and lets
+the games in flight finish; a worker whose parent died stops at once. Ctrl-C drops the
+games in flight. A dropped game writes nothing: only finished games are committed, so an
+interrupted run leaves whole games.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-from leelaz.selfplay.coalesce import BatchCoalescer, SelfplayStopped
+from leelaz.selfplay.game import GameInPlay, SelfplayStopped
+from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
+
+#: Seconds between progress updates (and checks of the deadline and the parent process).
+POLL_SECONDS = 0.25
+#: Seconds between the runner's own garbage collections (see `_no_automatic_collection`).
+COLLECT_SECONDS = 60.0
 
 
 class SelfplayError(Exception):
@@ -48,7 +64,7 @@ class RunStats:
 
 
 class EngineSide:
-    """A network file loaded once, its backend and the coalescer its games share."""
+    """A network file loaded once, its backend, and a round batch per group of games."""
 
     def __init__(self, weights_path: str, *, cpu_only: bool, gpus: tuple, precision: str,
                  batch_rows: int, full_tuner: bool = False, log=None, backend=None,
@@ -73,124 +89,159 @@ class EngineSide:
                                           tune="full" if full_tuner else "fast", quiet=True,
                                           log=log)
         # --batchsize caps a network call (sent as soon as that many rows wait); by default
-        # every game's leaves go together.
-        self.coalescer = BatchCoalescer(self.backend,
-                                        max_rows=max_batch or max(64, 2 * batch_rows))
+        # every game's leaves of a group go together.
+        groups = 2 if self.backend.asynchronous else 1
+        self.batches = [RoundBatch(self.backend, max_batch) for _ in range(groups)]
+
+    def backend_for(self, group: int) -> SharedBackend:
+        """The backend to give the Network of a game in `group`."""
+        return SharedBackend(self.batches[group % len(self.batches)])
+
+    @property
+    def calls(self) -> int:
+        return sum(b.calls for b in self.batches)
+
+    @property
+    def rows(self) -> int:
+        return sum(b.rows for b in self.batches)
 
     def describe(self) -> str:
         w = self.weights
         return f"{w.blocks}x{w.filters} on {getattr(self.backend, 'name', '?')}"
 
 
-class GameRunner:
-    """Runs `play(slot, job)` for the jobs `next_job()` hands out, `parallel` at a time.
+class _Slot:
+    """A game in flight: its job (what `commit` needs) and the game."""
 
-    `play` returns a finished game or raises SelfplayStopped; `commit(job, game)` stores it
-    (called under the runner's lock, so counters and files stay in step)."""
+    __slots__ = ("job", "game")
+
+    def __init__(self, job, game: GameInPlay):
+        self.job = job
+        self.game = game
+
+
+class GameRunner:
+    """Plays the jobs `next_job()` hands out, `parallel` games at a time, in rounds.
+
+    `new_game(job, group, runner)` makes a job's GameInPlay (its players' Networks on the
+    sides' backends for `group`; its should_stop and on_move the runner's); `commit(job,
+    game)` stores a finished game. `sides` are the EngineSides whose round batches the loop
+    sends."""
 
     def __init__(self, parallel: int, next_job: Callable[[], object | None],
-                 play: Callable, commit: Callable, coalescers: list[BatchCoalescer],
+                 new_game: Callable, commit: Callable, sides: list[EngineSide],
                  progress=None, deadline: float | None = None, counters=None,
                  orphaned: Callable[[], bool] | None = None):
         self.parallel = max(1, parallel)
         self.next_job = next_job
-        self.play = play
+        self.new_game = new_game
         self.commit = commit
-        self.coalescers = coalescers
+        self.sides = sides
         self.progress = progress
         self.deadline = deadline
         self.counters = counters  # shared with a parent process (workers.py), or None
         self.orphaned = orphaned  # a worker whose parent died stops (its games are dropped)
-        self._no_new = False
         self.stats = RunStats()
-        self.lock = threading.Lock()
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self.interrupted = False
+        self._no_new = False
+        self._stopping = False  # no new move: each game is dropped at its next one
+        self._halted = False  # stop now: every game is dropped
+        self._collected = time.monotonic()  # the last garbage collection
 
     # ---- control ------------------------------------------------------------------------
-    def stop(self, reason: BaseException | None = None) -> None:
-        self._stop.set()
-        for c in self.coalescers:
-            c.cancel(reason)
-
     def stopping(self) -> bool:
-        if not self._stop.is_set():
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                # Softly: each game ends after its current move (so a benchmark counts the
-                # moves in flight, and the time they take), and writes nothing.
-                self._stop.set()
-            elif self.orphaned is not None and self.orphaned():
-                self.stop(SelfplayStopped("the parent process is gone"))
-        return self._stop.is_set()
+        """Asked by each game before each move: past the deadline, it is dropped."""
+        if not self._stopping and self.deadline is not None \
+                and time.monotonic() >= self.deadline:
+            self._stopping = True
+        return self._stopping
 
     def finish_soft(self) -> None:
         """No new games; the games in flight finish (an SPRT decision, enough games)."""
         self._no_new = True
 
-    # ---- running --------------------------------------------------------------------------
-    def run(self) -> RunStats:
-        """Play until the jobs run out or a stop; Ctrl-C drops the games in flight and is
-        re-raised once every thread is done. An error in a game is re-raised likewise."""
-        began = time.monotonic()
-        threads = [threading.Thread(target=self._slot, args=(slot,), daemon=True,
-                                    name=f"selfplay-{slot}") for slot in range(self.parallel)]
-        for t in threads:
-            t.start()
-        try:
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(timeout=0.25)
-                    if self.progress is not None:
-                        self.progress(self)
-                    self.stopping()
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self.stop(SelfplayStopped("interrupted"))
-            for t in threads:
-                t.join()
-            raise
-        finally:
-            self.stats.seconds = time.monotonic() - began
-        if self.error is not None:
-            raise self.error
-        return self.stats
-
     def on_move(self, playouts: int, root_visits: int) -> None:
-        with self.lock:
-            self.stats.moves += 1
-            self.stats.playouts += playouts
-            self.stats.root_visits += root_visits
+        stats = self.stats
+        stats.moves += 1
+        stats.playouts += playouts
+        stats.root_visits += root_visits
         if self.counters is not None:
             self.counters.add(1, playouts, 0)
 
-    def _slot(self, slot: int) -> None:
-        while not self.stopping() and not self._no_new:
-            with self.lock:
-                job = self.next_job()
-            if job is None:
-                return
+    # ---- running --------------------------------------------------------------------------
+    def run(self) -> RunStats:
+        """Play until the jobs run out or a stop. Errors (a failed evaluation, a full disk)
+        and Ctrl-C propagate; the games in flight are dropped."""
+        began = time.monotonic()
+        groups = min(self.parallel, max(len(side.batches) for side in self.sides))
+        slots: list[list[_Slot]] = [[] for _ in range(groups)]
+        collecting = gc.isenabled()
+        gc.disable()  # see _collect
+        try:
+            for n in range(self.parallel):
+                slot = self._start(n % groups)
+                if slot is not None:
+                    slots[n % groups].append(slot)
+            polled = time.monotonic()
+            while any(slots) and not self._halted:
+                for group, members in enumerate(slots):
+                    members[:] = [s for s in (self._advance(s, group) for s in members)
+                                  if s is not None]
+                    for side in self.sides:
+                        side.batches[group % len(side.batches)].send()
+                now = time.monotonic()
+                if now - polled >= POLL_SECONDS:
+                    polled = now
+                    self._poll()
+        finally:
+            self.stats.seconds = time.monotonic() - began
+            if collecting:
+                gc.enable()
+        return self.stats
+
+    def _poll(self) -> None:
+        if self.progress is not None:
+            self.progress(self)
+        self._collect()
+        self.stopping()
+        if self.orphaned is not None and self.orphaned():
+            self._halted = True
+
+    def _collect(self) -> None:
+        """Python's cyclic garbage collector is off while the games run, and collects here,
+        once in COLLECT_SECONDS. The trees hold no cycles (a node owns its children, nothing
+        points back; a search's run is let go when its move is chosen), so reference
+        counting frees them; but the collector's automatic passes walk every live tree's
+        nodes, again and again as they grow, which cost a third of the host's time with 32
+        games in flight (docs/performance.md). The rare cycle (an exception's traceback)
+        waits for the next collection."""
+        now = time.monotonic()
+        if now - self._collected >= COLLECT_SECONDS:
+            self._collected = now
+            gc.collect()
+
+    def _start(self, group: int) -> _Slot | None:
+        """The next job's game in `group`, or None (no job left, or stopping)."""
+        if self._no_new or self._stopping or self._halted:
+            return None
+        job = self.next_job()
+        if job is None:
+            return None
+        return _Slot(job, self.new_game(job, group, self))
+
+    def _advance(self, slot: _Slot | None, group: int) -> _Slot | None:
+        """The slot's turn in a round: its game advances; a finished game is committed and
+        the slot's next game takes its turn at once. None when the slot is empty now."""
+        while slot is not None:
             try:
-                game = self.play(slot, job)
+                finished = slot.game.advance()
             except SelfplayStopped:
-                return
-            except BaseException as exc:  # noqa: BLE001 - the run stops and reports it
-                with self.lock:
-                    if self.error is None:
-                        self.error = exc
-                self.stop(SelfplayStopped(f"another game failed: {exc}"))
-                return
-            with self.lock:
-                if self._stop.is_set() and self.interrupted:
-                    return  # Ctrl-C arrived during the last move: drop it
-                try:
-                    self.commit(job, game)
-                    self.stats.games += 1
-                except BaseException as exc:  # noqa: BLE001 - disk full and the like
-                    if self.error is None:
-                        self.error = exc
-                    self.stop(SelfplayStopped(f"cannot store games: {exc}"))
-                    return
+                return None  # dropped: nothing is written
+            if finished is None:
+                return slot
+            self.commit(slot.job, finished)
+            self.stats.games += 1
+            slot = self._start(group)
+        return None
 
 
 def warn(text: str) -> None:

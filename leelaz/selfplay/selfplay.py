@@ -1,7 +1,7 @@
 """`play_selfplay`: autogtp's job in one process, games in flight batched together.
 
-Owns: `play_selfplay`, `SelfplaySummary`. Imports: selfplay.* (settings, store, runner,
-game), game.coords.
+Owns: `play_selfplay`, `SelfplaySummary`, `run_games` (one process's share). Imports:
+selfplay.* (settings, store, runner, game), game.coords.
 
 Per game: a seed (from the run seed and the game's index, or random), the 10 % no-resign draw,
 a fresh search and Network (its own cache and symmetries) on the shared backend; then the
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from leelaz.game.coords import BLACK, WHITE
-from leelaz.selfplay.game import Player, play_game
+from leelaz.selfplay.game import GameInPlay, Player
 from leelaz.selfplay.runner import EngineSide, GameRunner, RunStats, SelfplayError
 from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
 from leelaz.selfplay.store import GameStore, StoreError
@@ -128,25 +128,19 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
         handed_out[0] += 1
         return store.next_index()
 
-    members = {}
-    evaluations = [0]
+    lookups = not cfg.noise and cfg.randomcnt == 0
 
-    def play(slot: int, index: int):
-        member = members.setdefault(slot, side.coalescer.member(slot))
+    def new_game(index: int, group: int, runner: GameRunner) -> GameInPlay:
         game_seed = settings.game_seed(index)
         no_resign = settings.no_resign(game_seed)
         params = settings.search_params(no_resign)
-        player = Player.create(side.weights, member, weights, params, game_seed,
-                               settings.cache_size(),
-                               symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
-        try:
-            return play_game({BLACK: player, WHITE: player}, seed=game_seed,
-                             options=settings.option_text(game_seed, no_resign),
-                             max_moves=settings.max_moves, record=True,
-                             resign_pct=params.resign_pct, should_stop=runner.stopping,
-                             on_move=runner.on_move)
-        finally:
-            evaluations[0] += player.evaluations
+        player = Player.create(side.weights, side.backend_for(group), weights, params,
+                               game_seed, settings.cache_size(), symmetric_lookups=lookups)
+        return GameInPlay({BLACK: player, WHITE: player},
+                          options=settings.option_text(game_seed, no_resign),
+                          max_moves=settings.max_moves, record=True,
+                          resign_pct=params.resign_pct, should_stop=runner.stopping,
+                          on_move=runner.on_move)
 
     def commit(index: int, game) -> None:
         try:
@@ -159,7 +153,7 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
 
     done_before = len(store.finished())
     bar = _ProgressBar(done_before + wanted, done_before, side.describe()) if progress else None
-    runner = GameRunner(parallel, next_job, play, commit, [side.coalescer], counters=counters,
+    runner = GameRunner(parallel, next_job, new_game, commit, [side], counters=counters,
                         orphaned=orphaned,
                         progress=bar.update if bar else None,
                         deadline=None if seconds is None else time.monotonic() + seconds)
@@ -169,8 +163,8 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
         if bar is not None:
             bar.close(runner)
     return SelfplaySummary(out_dir, len(store.finished()), stats.games, stats.moves,
-                           stats.seconds, stats.playouts, stats.root_visits,
-                           side.coalescer.rows, side.coalescer.calls, side.describe())
+                           stats.seconds, stats.playouts, stats.root_visits, side.rows,
+                           side.calls, side.describe())
 
 
 class _ProgressBar:
