@@ -18,12 +18,15 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
+import numpy as np
 import pytest
 
 import chunk_parser
 from lz_training_oracle import lower_case_folder, lz_dump_supervised
 from paths import REPO
+from leelaz.backends.base import Backend
 from leelaz.game.coords import BLACK, NUM_INTERSECTIONS, PASS, WHITE, index
 from leelaz.game.sgf import read_first_game
 from leelaz.game.sgf_replay import mainline_moves
@@ -172,6 +175,56 @@ def test_batched_games_are_the_games_played_one_at_a_time(tmp_path, random_weigh
     assert texts[1, 1] == texts[8, 1]
     assert texts[1, 1] == texts[4, 2]
     assert len({t[0] for t in texts[1, 1]}) > 1  # the seeds differ per game
+
+
+class _KeyedDevice(Backend):
+    """A stand-in for a GPU: asynchronous (the runner keeps two groups of games, one group's
+    call in flight while the other walks its trees), computing only when asked for the
+    answer, and answering each row from its input alone, as a network does."""
+
+    name = "keyed"
+    asynchronous = True
+
+    def __init__(self, weights):
+        self.weights = weights
+        self.calls = []
+
+    def submit(self, planes):
+        self.calls.append(len(planes))
+        return _Later(planes.reshape(len(planes), -1).copy())
+
+
+class _Later:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def result(self):
+        rngs = [np.random.default_rng(zlib.crc32(row.tobytes())) for row in self.rows]
+        logits = np.array([3 * r.standard_normal(362) for r in rngs], dtype=np.float32)
+        values = np.array([r.uniform(0.2, 0.8) for r in rngs], dtype=np.float32)
+        return logits, values
+
+
+def test_games_in_two_groups_on_an_asynchronous_device_are_the_games_played_alone(
+        tmp_path, random_weights):
+    """Self-play's own settings (noise, random opening moves, 6 leaves a batch): each
+    game's randomness is its seed's, so the games do not depend on the games beside them,
+    nor on which group's call carries their leaves."""
+    texts, devices = {}, {}
+    for parallel in (1, 6):
+        def device(weights, parallel=parallel):
+            devices[parallel] = _KeyedDevice(weights)
+            return devices[parallel]
+
+        out = tmp_path / f"p{parallel}"
+        play_selfplay(random_weights(1, 8), str(out), 6, visits=12, parallel=parallel,
+                      seed=3, cpu_only=True, progress=False, max_moves=24, backend=device)
+        texts[parallel] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
+                            gzip.open(_chunk_of(s)).read()) for s in _sgfs(out)]
+    assert len(texts[1]) == 6 and texts[1] == texts[6]
+    # alone, a call carries one game's leaves; six games in two groups put three in a call
+    assert max(devices[1].calls) <= 6
+    assert max(devices[6].calls) > 6
 
 
 def test_a_rerun_resumes_and_counts_finished_games(tmp_path, random_weights):
