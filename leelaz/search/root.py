@@ -3,8 +3,8 @@
 Owns: `advance` (Leela Zero's advance_to_new_rootstate: walk the kept tree down the moves
 played since the last search), `prepare_root` (expand the root if needed, inflate every child,
 drop superko repeats and an avoided pass, add noise with -n), `root_needs_evaluation`,
-`dirichlet_noise`, and the small
-helpers about the root (`kept_boards`, `to_move`). Imports: game.coords, search.node, search.expansion (FLT_MIN).
+`dirichlet_noise`, and the small helpers about the root (`kept_boards`, `to_move`). Imports:
+game.coords, search.node, search.expansion (FLT_MIN).
 
 The root's selection, `RootSelector`, stays in node.py beside `UCTNode.select_child`: its
 score is a deliberate inlined copy of select_child's arithmetic, and the two copies sit in one

@@ -2,10 +2,10 @@
 
 Owns: `run_workers`, `Counters`. Imports: multiprocessing, selfplay.selfplay, selfplay.store.
 
-Why processes: under the GIL one process walks one tree at a time, so Python's tree work
-(about a millisecond per playout) caps a process at a few thousand playouts/s whatever the
-network's speed; on a many-core GPU host W processes multiply that, each sending its own big
-batches to the device. Worker w takes the game indices first + w, first + w + W, ... (so
+Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
+microseconds per playout) caps a process at a few thousand playouts/s whatever the network's
+speed; on a many-core GPU host W processes multiply that, each sending its own big batches to
+the device. Worker w takes the game indices first + w, first + w + W, ... (so
 seeded games never repeat across workers) and plays its share of the games; the parent shows
 one progress bar from shared counters. Processes are spawned, not forked (OpenCL contexts and
 threads do not survive a fork).
