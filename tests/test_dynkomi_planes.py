@@ -216,14 +216,15 @@ def test_packed_komi_7_5_is_bit_identical_to_the_standard_row(weights):
     assert np.array_equal(got_a[0], got_b[0]) and np.array_equal(got_a[1], got_b[1])
 
 
-def test_selfplay_coalescer_keeps_the_komi_section_per_row():
-    """Two games' packed requests joined into one call: mailboxes, then pairs, then (when
+def test_selfplay_round_batch_keeps_the_komi_section_per_row():
+    """Two games' packed submits joined into one call: mailboxes, then pairs, then (when
     one has komi) the colour-plane section of every row, zeros where a game had none."""
-    from leelaz.selfplay.coalesce import BatchCoalescer, _Request
+    from leelaz.selfplay.round_batch import RoundBatch
 
     class Capture:
         accepts_packed_inputs = True
         asynchronous = False
+        max_batch = None
 
         def submit_packed(self, packed, batch):
             self.got = (packed, batch)
@@ -233,7 +234,10 @@ def test_selfplay_coalescer_keeps_the_komi_section_per_row():
     told[0].set_net_komi(30.0, 0.0)
     a, b = packed_inputs(plain, [1]), packed_inputs(told, [2])
     backend = Capture()
-    BatchCoalescer(backend)._submit([_Request(1, packed=a), _Request(1, packed=b)])
+    batch = RoundBatch(backend)
+    batch.park(a, 1)
+    batch.park(b, 1)
+    batch.send()
     packed, batch = backend.got
     assert batch == 2
     joined = packed_inputs(plain + told, [1, 2])  # the same rows packed together
