@@ -575,6 +575,31 @@ def _search_twice(keep: int, monkeypatch) -> tuple[list, list, UCTSearch]:
     return signature, _tree_signature(search), search
 
 
+def test_a_search_leaves_no_cyclic_garbage():
+    """The search freezes what is alive for the cyclic collector after every batch
+    (search/run.py), which is only safe while it makes no reference cycles. The engine's
+    network with the instant backend, so that its batches, cache and answers are covered."""
+    import gc
+
+    from leelaz.backends import create_backend
+    from leelaz.nn.network import Network
+    network = Network(None, create_backend("random", None, seed=1), seed=1)
+    search, _ = make_search(network, batch_size=8, max_visits=300)
+    state = GameState()
+    gc.unfreeze()  # earlier searches in this process froze their garbage too
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):  # fresh trees, reused trees, the last one dropped
+            result = search.think(state, state.to_move)
+            state.play(state.to_move, result.move)
+        search.reset()
+        gc.unfreeze()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_kept_positions_change_nothing_but_the_speed(monkeypatch):
     """Descents that take positions from the nodes build the same trees (visits, values,
     superko repeats marked INVALID) as descents that replay every move, over a reused tree."""
