@@ -3,9 +3,13 @@
     python scripts/bench_search_positions.py [--sgf GAME] [--moves 40,120,200] [--visits 3200]
         [--batch 32] [--runs 3] [--table FILE] [--profile]
 
+The default game is `leelaz bench analyze`'s (leelaz/tools/bench/game-9d.sgf, a 9-dan game).
+
 What lz-analyze users feel on a fast GPU is the search's Python, not the device (issue 18).
 This measures that Python on the positions they analyse: `loadsgf GAME MOVE` at each --moves,
 then one think of --visits visits (no clock, no time management) at --batch leaves per batch.
+Times are the process's CPU time, which a busy shared machine disturbs less than the wall
+clock; the best of --runs counts.
 
 The network's answers are the shipped network's (-w), so the trees have a trained network's
 shape, yet cost nothing: the first run evaluates every position the search sends with the NumPy
@@ -26,6 +30,7 @@ import io
 import os
 import pstats
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -41,6 +46,8 @@ from leelaz.search.params import SearchParams
 from leelaz.search.search import UCTSearch
 
 ROW = HISTORY_LENGTH * NUM_VERTICES
+DEFAULT_GAME = Path(__file__).resolve().parents[1] / "leelaz" / "tools" / "bench" / "game-9d.sgf"
+DEFAULT_TABLE = Path.home() / ".cache" / "leelaz" / "bench-search-table.npz"
 
 
 class TableBackend(Backend):
@@ -100,6 +107,7 @@ def save_table(path: str, table: dict) -> None:
     keys = np.array([np.frombuffer(k, dtype=np.uint8) for k in table])
     logits = np.stack([v[0] for v in table.values()])
     values = np.array([v[1] for v in table.values()], dtype=np.float32)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp.npz"
     np.savez(tmp, keys=keys, logits=logits, values=values)
     os.replace(tmp, path)
@@ -124,13 +132,14 @@ def one_search(network, backend, state, visits: int, batch: int, profiler=None) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sgf", default="/tmp/game-9d.sgf")
+    parser.add_argument("--sgf", default=str(DEFAULT_GAME))
     parser.add_argument("--moves", default="40,120,200")
     parser.add_argument("-w", "--weights", default="weights/leelaz-6x128.txt.gz")
     parser.add_argument("--visits", type=int, default=3200)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--table", default="/tmp/leelaz-bench-table.npz")
+    parser.add_argument("--table", default=str(DEFAULT_TABLE),
+                        help="the recorded answers (made on the first run)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     weights = load_weights(args.weights)
