@@ -611,6 +611,32 @@ def test_kept_positions_change_nothing_but_the_speed(monkeypatch):
     assert any(status == INVALID for _, _, _, status, _ in replayed[0])  # superko was met
 
 
+@pytest.mark.parametrize("evaluator, batch", [(HashEvaluator, 1), (HashEvaluator, 8),
+                                              (AsyncHashEvaluator, 32)])
+def test_kept_child_scores_change_nothing_but_the_speed(evaluator, batch, monkeypatch):
+    """Inner nodes selecting through ChildScores (run.py, here every node with a child) build
+    exactly the trees select_child builds: visits, values and statuses of every node, over
+    tree reuse, terminal leaves backed up during a collection, and repetitions found on
+    replay (no positions kept, so a reused tree's visited child can turn INVALID)."""
+    import leelaz.search.run as run_module
+
+    def trees(threshold):
+        monkeypatch.setattr(run_module, "KEPT_SCORES_CHILDREN", threshold)
+        ko = _search_twice(0, monkeypatch)[:2]
+        search, _ = make_search(evaluator(), batch_size=batch, max_visits=400, dumbpass=True)
+        state = GameState()
+        signatures = []
+        for _ in range(3):
+            result = search.think(state, state.to_move, time_limit_cs=100000)
+            signatures.append(_tree_signature(search))
+            state.play(state.to_move, result.move)
+        return ko, signatures
+
+    plain = trees(10**9)
+    assert trees(1) == plain
+    assert any(status == INVALID for _, _, _, status, _ in plain[0][0])  # superko was met
+
+
 def test_kept_positions_stay_within_their_limit(monkeypatch):
     *_, search = _search_twice(25, monkeypatch)
     assert 0 < sum(n.board is not None for n in walk(search.root)) <= 25

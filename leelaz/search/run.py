@@ -56,7 +56,8 @@ from leelaz.memory import min_psa_ratio, tree_bytes
 from leelaz.game.coords import BLACK, PASS
 from leelaz.search import stats, timemanage
 from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
-from leelaz.search.node import INVALID, RootSelector, UCTNode, backup
+from leelaz.search.node import (INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector,
+                                UCTNode, backup)
 from leelaz.search.result import SearchResult
 from leelaz.search.root import prepare_root
 
@@ -258,11 +259,12 @@ class SearchRun:
         ratio = self.min_psa_ratio()
         leaves = []
         deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
+        kept: dict[int, ChildScores] = {}  # big inner nodes' scores, for this collection
         self.root_selector.forget_scores()  # the last batch's backups changed the children
         attempts = done = 0
         while len(leaves) < limit and attempts < 2 * limit:
             attempts += 1
-            kind, path, payload = self._descend(ratio, deeper)
+            kind, path, payload = self._descend(ratio, deeper, kept)
             if kind == _LEAF or kind == _REEXPAND:
                 leaves.append((path, payload, kind))
                 continue
@@ -376,8 +378,11 @@ class SearchRun:
         """How much of each expansion to keep as the tree fills its memory."""
         return min_psa_ratio(self.tree_bytes(), self.params.max_tree_bytes)
 
-    def _descend(self, ratio: float, deeper: set[int]):
+    def _descend(self, ratio: float, deeper: set[int], kept: dict[int, ChildScores]):
         """One descent from the root (hot path). Returns (kind, path, leaf state or value).
+
+        Nodes with many children select through their ChildScores in `kept` (node.py), the
+        root through the run's RootSelector.
 
         Positions come from the nodes (`UCTNode.board`) where the tree kept them; only a
         node without one is played, from its parent's position, and tested for superko
@@ -411,6 +416,12 @@ class SearchRun:
             if node is root:
                 child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
                                                   log_const, dynamic_fpu)
+            elif len(node.children) >= KEPT_SCORES_CHILDREN:
+                scores = kept.get(id(node))
+                if scores is None:
+                    scores = kept[id(node)] = ChildScores()
+                child = scores.select(node, color, fpu, c_puct, log_puct, log_const,
+                                      dynamic_fpu)
             else:
                 child = node.select_child(color, fpu, c_puct, log_puct, log_const,
                                           dynamic_fpu)
@@ -423,6 +434,7 @@ class SearchRun:
                 after.play_move(color, move)
                 if move != PASS and self._repeats(after.ko_hash, boards):
                     child.status = INVALID
+                    kept.pop(id(node), None)  # Npar may change: score afresh
                     return _NOVALUE, path, None
                 if self.boards_left > 0:
                     self.boards_left -= 1
