@@ -396,11 +396,6 @@ class RootSelector:
         """Score every touched child again at the next selection."""
         self.scored_for = None
 
-    def _score(self, c: UCTNode) -> float:
-        """select_child's score of one touched child (-inf when it is not ACTIVE)."""
-        fpu, cn, fpu_reduction, white = self.terms
-        return child_score(c, fpu, cn, fpu_reduction, white)
-
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
                log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
         touched = self.touched
@@ -421,18 +416,17 @@ class RootSelector:
                 base = node.black_wins / node.visits
             fpu = base if color == BLACK else 1.0 - base
             fpu -= fpu_reduction * math.sqrt(self.policy)
-            self.terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
-            score = self._score
-            scores[:] = [score(c) for _, c in touched]
+            self.terms = terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
+            scores[:] = [child_score(c, *terms) for _, c in touched]
             self.scored_for = key
         elif self.last >= 0:
-            scores[self.last] = self._score(touched[self.last][1])
+            scores[self.last] = child_score(touched[self.last][1], *self.terms)
         fpu, cn = self.terms[0], self.terms[1]
         best = None
         best_i = -1
         best_score = -1e300
         if scores:
-            k = max(range(len(scores)), key=scores.__getitem__)  # the first of the best
+            k = scores.index(max(scores))  # the first of the best
             if scores[k] > best_score:
                 best_i, best = touched[k]
                 best_score = scores[k]
@@ -502,10 +496,9 @@ class ChildScores:
     the nodes one move below the root have a hundred or more inflated children and are passed
     through ten or more times per collection of 32, where select_child's loop over every child
     every time was most of the descent's cost (a sixth of the search's instructions at move
-    200 of a 9-dan game). The search drops a node's ChildScores when it
-    marks one of the node's children INVALID (a repetition found on replay, which changes
-    Npar). Chooses exactly what select_child chooses (tests/test_node.py, tests/test_search.py).
-    """
+    200 of a 9-dan game). The search drops a node's ChildScores when it marks one of the
+    node's children INVALID (a repetition found on replay, which may change Npar). Chooses
+    exactly what select_child chooses (tests/test_node.py, tests/test_search.py)."""
 
     __slots__ = ("key", "scores", "last", "terms")
 
