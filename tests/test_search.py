@@ -611,9 +611,11 @@ def test_kept_positions_change_nothing_but_the_speed(monkeypatch):
     assert any(status == INVALID for _, _, _, status, _ in replayed[0])  # superko was met
 
 
-@pytest.mark.parametrize("evaluator, batch", [(HashEvaluator, 1), (HashEvaluator, 8),
-                                              (AsyncHashEvaluator, 32)])
-def test_kept_child_scores_change_nothing_but_the_speed(evaluator, batch, monkeypatch):
+@pytest.mark.parametrize("evaluator, batch, dynamic_fpu", [
+    (HashEvaluator, 1, False), (HashEvaluator, 8, False), (AsyncHashEvaluator, 32, False),
+    (AsyncHashEvaluator, 16, True)])
+def test_kept_child_scores_change_nothing_but_the_speed(evaluator, batch, dynamic_fpu,
+                                                        monkeypatch):
     """Inner nodes selecting through ChildScores (run.py, here every node with a child) build
     exactly the trees select_child builds: visits, values and statuses of every node, over
     tree reuse, terminal leaves backed up during a collection, and repetitions found on
@@ -623,7 +625,8 @@ def test_kept_child_scores_change_nothing_but_the_speed(evaluator, batch, monkey
     def trees(threshold):
         monkeypatch.setattr(run_module, "KEPT_SCORES_CHILDREN", threshold)
         ko = _search_twice(0, monkeypatch)[:2]
-        search, _ = make_search(evaluator(), batch_size=batch, max_visits=400, dumbpass=True)
+        search, _ = make_search(evaluator(), batch_size=batch, max_visits=400, dumbpass=True,
+                                dynamic_fpu=dynamic_fpu)
         state = GameState()
         signatures = []
         for _ in range(3):
