@@ -232,6 +232,38 @@ def test_area_score_counts_stones_and_reached_points():
     assert lone.area_score(0.5) == 360.5
 
 
+def reach_by_search(board: Board, color: int) -> int:
+    """Stones of `color` plus the empty points reaching one, by a plain search from each."""
+    count = 0
+    for v in ALL_VERTICES:
+        if board.square[v] == color:
+            count += 1
+        elif board.square[v] == EMPTY:
+            seen, todo = {v}, [v]
+            while todo and all(board.square[p] != color for p in todo):
+                p = todo.pop()
+                for d in DIRECTIONS:
+                    n = p + d
+                    if n not in seen and board.square[n] in (EMPTY, color):
+                        if board.square[n] == color:
+                            todo = [n]
+                            break
+                        seen.add(n)
+                        todo.append(n)
+            count += bool(todo)
+    return count
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_area_counts_equal_a_plain_search_through_random_games(seed):
+    state = GameState()
+    for i, cmd in enumerate(random_commands(seed, 300, any_empty=True)):
+        replay(state, cmd)
+        if i % 25 == 0:
+            b = state.board
+            assert b.area_counts() == (reach_by_search(b, BLACK), reach_by_search(b, WHITE))
+
+
 # ----------------------------------------------------------------------------- random games
 @pytest.mark.parametrize("seed, any_empty", [(1, False), (2, True), (3, True)])
 def test_invariants_hold_through_random_games(seed, any_empty):

@@ -356,3 +356,73 @@ def test_backup_is_update_inlined():
     for a, b in zip(inlined, called):
         assert (a.visits, a.black_wins, a.m2) == (b.visits, b.black_wins, b.m2)
         assert a.virtual_loss == 0
+
+
+# ----------------------------------------------------------------------------- child scores
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_child_scores_choose_exactly_like_select_child_through_collections(seed):
+    """Two twin inner nodes (compact children, inflated as they are chosen) go through the
+    search's pattern: collections of descents leaving virtual loss (or taking it off after a
+    collision, or backing up a terminal value at once, or finding a repetition that makes
+    the child INVALID), then the batch's backups. One selects with select_child, the other
+    with a ChildScores per collection (dropped when a child turns INVALID, as the search
+    does): they must choose the same child at every descent."""
+    import random
+
+    from leelaz.game.coords import ALL_VERTICES
+    from leelaz.search.node import ChildScores
+
+    rng = random.Random(seed)
+    moves = list(ALL_VERTICES[:150])
+    pol = np.zeros(362, dtype=np.float32)
+    for i in range(150):
+        pol[i] = rng.choice([0.001, 0.002, 0.01, 0.05, rng.random() / 10])
+    twins = []
+    for _ in range(2):
+        node = UCTNode()
+        node.create_children(moves, pol, True, 0.4)
+        node.update(0.4)
+        twins.append(node)
+    plain, kept_node = twins
+    color = rng.choice([BLACK, WHITE])
+    red, vl = 0.25, 3
+    checked = 0
+    for _ in range(80):
+        kept = ChildScores()
+        pending = []
+        for _ in range(rng.randrange(1, 40)):
+            expected = plain.select_child(color, red, C_PUCT, LOG_PUCT, LOG_CONST)
+            got = kept.select(kept_node, color, red, C_PUCT, LOG_PUCT, LOG_CONST)
+            assert (got is None) == (expected is None)
+            if got is None:
+                break
+            k = kept_node.children.index(got)
+            assert plain.children.index(expected) == k
+            checked += 1
+            pair = (plain.children[k], got)
+            roll = rng.random()
+            if roll < 0.08:  # a collision: no virtual loss stays
+                continue
+            if roll < 0.12:  # a terminal position: backed up during the collection
+                value = rng.choice([0.0, 1.0])
+                for node, c in zip(twins, pair):
+                    c.update(value)
+                    node.update(value)
+                continue
+            if roll < 0.14:  # a repetition found on replay, perhaps of a visited child
+                for c in pair:
+                    c.status = INVALID
+                kept = ChildScores()
+                continue
+            for c in pair:
+                c.virtual_loss += vl
+            pending.append(k)
+        for k in pending:  # the batch comes back
+            value = rng.random()
+            for node in twins:
+                c = node.children[k]
+                c.virtual_loss -= vl
+                c.update(value)
+                node.update(value)
+    assert checked > 800
+    assert len(kept_node.children) > 32

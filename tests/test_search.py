@@ -575,6 +575,31 @@ def _search_twice(keep: int, monkeypatch) -> tuple[list, list, UCTSearch]:
     return signature, _tree_signature(search), search
 
 
+def test_a_search_leaves_no_cyclic_garbage():
+    """The search freezes what is alive for the cyclic collector after every batch
+    (search/run.py), which is only safe while it makes no reference cycles. The engine's
+    network with the instant backend, so that its batches, cache and answers are covered."""
+    import gc
+
+    from leelaz.backends import create_backend
+    from leelaz.nn.network import Network
+    network = Network(None, create_backend("random", None, seed=1), seed=1)
+    search, _ = make_search(network, batch_size=8, max_visits=300)
+    state = GameState()
+    gc.unfreeze()  # earlier searches in this process froze their garbage too
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):  # fresh trees, reused trees, the last one dropped
+            result = search.think(state, state.to_move)
+            state.play(state.to_move, result.move)
+        search.reset()
+        gc.unfreeze()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_kept_positions_change_nothing_but_the_speed(monkeypatch):
     """Descents that take positions from the nodes build the same trees (visits, values,
     superko repeats marked INVALID) as descents that replay every move, over a reused tree."""
@@ -584,6 +609,35 @@ def test_kept_positions_change_nothing_but_the_speed(monkeypatch):
         kept = _search_twice(keep, monkeypatch)
         assert kept[:2] == replayed[:2]
     assert any(status == INVALID for _, _, _, status, _ in replayed[0])  # superko was met
+
+
+@pytest.mark.parametrize("evaluator, batch, dynamic_fpu", [
+    (HashEvaluator, 1, False), (HashEvaluator, 8, False), (AsyncHashEvaluator, 32, False),
+    (AsyncHashEvaluator, 16, True)])
+def test_kept_child_scores_change_nothing_but_the_speed(evaluator, batch, dynamic_fpu,
+                                                        monkeypatch):
+    """Inner nodes selecting through ChildScores (run.py, here every node with a child) build
+    exactly the trees select_child builds: visits, values and statuses of every node, over
+    tree reuse, terminal leaves backed up during a collection, and repetitions found on
+    replay (no positions kept, so a reused tree's visited child can turn INVALID)."""
+    import leelaz.search.run as run_module
+
+    def trees(threshold):
+        monkeypatch.setattr(run_module, "KEPT_SCORES_CHILDREN", threshold)
+        ko = _search_twice(0, monkeypatch)[:2]
+        search, _ = make_search(evaluator(), batch_size=batch, max_visits=400, dumbpass=True,
+                                dynamic_fpu=dynamic_fpu)
+        state = GameState()
+        signatures = []
+        for _ in range(3):
+            result = search.think(state, state.to_move, time_limit_cs=100000)
+            signatures.append(_tree_signature(search))
+            state.play(state.to_move, result.move)
+        return ko, signatures
+
+    plain = trees(10**9)
+    assert trees(1) == plain
+    assert any(status == INVALID for _, _, _, status, _ in plain[0][0])  # superko was met
 
 
 def test_kept_positions_stay_within_their_limit(monkeypatch):

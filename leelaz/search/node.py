@@ -1,8 +1,9 @@
 """One node of the search tree: statistics, PUCT selection, expansion and the LCB.
 
 Owns: `UCTNode`, the node statuses ACTIVE / PRUNED / INVALID, `node_less` (the order
-Leela Zero uses to rank root children) and `RootSelector` (the same selection at the root,
-faster). Imports: numpy, game.coords, search.lcb and search.expansion (a leaf's children).
+Leela Zero uses to rank root children), `RootSelector` (the same selection at the root,
+faster) and `ChildScores` (the same selection at a big inner node within one collection).
+Imports: numpy, game.coords, search.lcb and search.expansion (a leaf's children).
 Nodes never call the network: search.py evaluates a batch of leaves and hands each leaf its
 policy and value through `create_children` and `update`.
 
@@ -395,26 +396,6 @@ class RootSelector:
         """Score every touched child again at the next selection."""
         self.scored_for = None
 
-    def _score(self, c: UCTNode) -> float:
-        """select_child's score of one touched child (-inf when it is not ACTIVE).
-
-        The same arithmetic as select_child's loop, on purpose: there it is inlined, since a
-        call per child would cost the hottest loop of the search a Python call each."""
-        if c.status:
-            return _NOT_ACTIVE
-        fpu, cn, fpu_reduction, white = self.terms
-        n = c.visits
-        vl = c.virtual_loss
-        if n:
-            q = (c.black_wins + (vl if white else 0)) / (n + vl)
-            if white:
-                q = 1.0 - q
-        elif vl:
-            q = -1.0 - fpu_reduction
-        else:
-            q = fpu
-        return q + cn * c.prior / (1 + n)
-
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
                log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
         touched = self.touched
@@ -435,18 +416,17 @@ class RootSelector:
                 base = node.black_wins / node.visits
             fpu = base if color == BLACK else 1.0 - base
             fpu -= fpu_reduction * math.sqrt(self.policy)
-            self.terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
-            score = self._score
-            scores[:] = [score(c) for _, c in touched]
+            self.terms = terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
+            scores[:] = [child_score(c, *terms) for _, c in touched]
             self.scored_for = key
         elif self.last >= 0:
-            scores[self.last] = self._score(touched[self.last][1])
+            scores[self.last] = child_score(touched[self.last][1], *self.terms)
         fpu, cn = self.terms[0], self.terms[1]
         best = None
         best_i = -1
         best_score = -1e300
         if scores:
-            k = max(range(len(scores)), key=scores.__getitem__)  # the first of the best
+            k = scores.index(max(scores))  # the first of the best
             if scores[k] > best_score:
                 best_i, best = touched[k]
                 best_score = scores[k]
@@ -472,5 +452,101 @@ class RootSelector:
         return best
 
 
-#: The score of a touched root child that may not be selected (PRUNED or INVALID).
+#: The score of a child that may not be selected (PRUNED or INVALID).
 _NOT_ACTIVE = float("-inf")
+
+
+def child_score(c: UCTNode, fpu: float, cn: float, fpu_reduction: float, white: bool) -> float:
+    """select_child's score of one child (-inf when it is not ACTIVE), given the node's FPU
+    and c_puct * numerator, for RootSelector and ChildScores.
+
+    The same arithmetic as select_child's loop, on purpose: there it is inlined, since a
+    call per child would cost the hottest loop of the search a Python call each; the tests
+    keep the selectors' choices equal to select_child's."""
+    if c.status:
+        return _NOT_ACTIVE
+    n = c.visits
+    vl = c.virtual_loss
+    if n:
+        q = (c.black_wins + (vl if white else 0)) / (n + vl)
+        if white:
+            q = 1.0 - q
+    elif vl:
+        q = -1.0 - fpu_reduction
+    else:
+        q = fpu
+    return q + cn * c.prior / (1 + n)
+
+
+#: Inner nodes with at least this many inflated children select through a ChildScores
+#: during a collection; smaller ones through select_child's plain loop (below this the two
+#: cost the same; docs/performance.md, issue 18).
+KEPT_SCORES_CHILDREN = 8
+
+
+class ChildScores:
+    """PUCT selection at one inner node during one collection of leaves, keeping the
+    children's scores (hot path at big nodes; the root has RootSelector).
+
+    Within a collection no backup runs (except a terminal leaf's, which changes the node's
+    visits and so rescores everything), so a node's Npar, Pv, FPU and c_puct * numerator stay
+    as they are, and the only child whose score can change between two descents through the
+    node is the one selected there last (its virtual loss goes on, or off again after a
+    collision): only that one is scored again, and the best is a C-level max. Late in a game
+    the nodes one move below the root have a hundred or more inflated children and are passed
+    through ten or more times per collection of 32, where select_child's loop over every child
+    every time was most of the descent's cost (a sixth of the search's instructions at move
+    200 of a 9-dan game). The search drops a node's ChildScores when it marks one of the
+    node's children INVALID (a repetition found on replay, which may change Npar). Chooses
+    exactly what select_child chooses (tests/test_node.py, tests/test_search.py)."""
+
+    __slots__ = ("key", "scores", "last", "terms")
+
+    def __init__(self) -> None:
+        self.key = None  # the node's visits and the arguments the scores were made for
+        self.scores: list[float] = []  # one per inflated child, in child order
+        self.last = -1  # the child selected last
+        self.terms = (0.0, 0.0, 0.0, False)  # fpu, c_puct * numerator, reduction, white
+
+    def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
+               log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
+        children = node.children
+        scores = self.scores
+        key = (node.visits, color, fpu_reduction, c_puct, log_puct, log_const, node.net_eval,
+               dynamic_fpu)
+        if key != self.key or len(scores) != len(children):
+            parent_visits = 0
+            visited_policy = 0.0
+            for c in children:
+                if c.status != INVALID:
+                    n = c.visits
+                    if n:
+                        parent_visits += n
+                        visited_policy += c.prior
+            numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+            base = node.net_eval
+            if dynamic_fpu and node.visits:  # the running mean (dynamic komi)
+                base = node.black_wins / node.visits
+            fpu = base if color == BLACK else 1.0 - base
+            fpu -= fpu_reduction * math.sqrt(visited_policy)
+            self.terms = terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
+            scores[:] = [child_score(c, *terms) for c in children]
+            self.key = key
+        elif self.last >= 0:
+            scores[self.last] = child_score(children[self.last], *self.terms)
+        fpu, cn = self.terms[0], self.terms[1]
+        best = None
+        best_score = -1e300
+        self.last = -1
+        if scores:
+            top = max(scores)
+            if top > best_score:  # the first of the best, as select_child's strict >
+                self.last = scores.index(top)
+                best = children[self.last]
+                best_score = top
+        i = len(children)
+        if i < len(node._moves) and fpu + cn * node._priors[i] > best_score:
+            best = node._inflate_next()
+            scores.append(child_score(best, *self.terms))
+            self.last = i
+        return best

@@ -21,6 +21,14 @@ next one is collected, then backed up; the tree walk and the device's work overl
 sizes follow leelaz/batching.py (the ramp that keeps a big batch from blinding a small
 search).
 
+The cyclic collector: after every batch, `run` hands everything alive to gc.freeze(), so the
+collector no longer scans it. The tree's nodes and positions form no reference cycles
+(reference counting frees a dropped subtree), yet as the tree grows the collector would scan
+each of them again and again: a tenth of a playout's cost on big trees. Cyclic garbage alive at
+that moment would never be collected: a search makes none (tests/test_search.py checks it),
+and `run` collects what the rest of the program left since the last search before it starts
+(milliseconds at most: only what is not frozen is scanned).
+
 Seams for drivers other than `run` (each step is public and takes the run's own state only):
 - Several searches in one network call (self-play, several games at once): for each game,
   `run, limits = search.start_move(state)` (or `search.start(state)` with limits of its
@@ -44,6 +52,7 @@ Seams for drivers other than `run` (each step is public and takes the run's own 
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -53,7 +62,8 @@ from leelaz.memory import min_psa_ratio, tree_bytes
 from leelaz.game.coords import BLACK, PASS
 from leelaz.search import stats, timemanage
 from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
-from leelaz.search.node import INVALID, RootSelector, UCTNode, backup
+from leelaz.search.node import (INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector,
+                                UCTNode, backup)
 from leelaz.search.result import SearchResult
 from leelaz.search.root import prepare_root, root_needs_evaluation
 
@@ -168,12 +178,14 @@ class SearchRun:
         self.begin(limits, progress)
         pipelined = self.batch_size > 1 and self.evaluator.asynchronous
         self.in_flight = None
+        gc.collect()  # before freezing anything: see the module docstring
         try:
             while True:
                 if pipelined:
                     did = self._step_pipelined(self.next_batch_size(pipelined=True))
                 else:
                     did = self._step(self.next_batch_size())
+                gc.freeze()  # see "The cyclic collector" in the module docstring
                 if not self.after_batch(did):
                     break
             self._drain()
@@ -281,11 +293,12 @@ class SearchRun:
         ratio = self.min_psa_ratio()
         leaves = []
         deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
+        kept: dict[int, ChildScores] = {}  # big inner nodes' scores, for this collection
         self.root_selector.forget_scores()  # the last batch's backups changed the children
         attempts = done = 0
         while len(leaves) < limit and attempts < 2 * limit:
             attempts += 1
-            kind, path, payload = self._descend(ratio, deeper)
+            kind, path, payload = self._descend(ratio, deeper, kept)
             if kind == _LEAF or kind == _REEXPAND:
                 leaves.append((path, payload, kind))
                 continue
@@ -399,8 +412,11 @@ class SearchRun:
         """How much of each expansion to keep as the tree fills its memory."""
         return min_psa_ratio(self.tree_bytes(), self.params.max_tree_bytes)
 
-    def _descend(self, ratio: float, deeper: set[int]):
+    def _descend(self, ratio: float, deeper: set[int], kept: dict[int, ChildScores]):
         """One descent from the root (hot path). Returns (kind, path, leaf state or value).
+
+        Nodes with many children select through their ChildScores in `kept` (node.py), the
+        root through the run's RootSelector.
 
         Positions come from the nodes (`UCTNode.board`) where the tree kept them; only a
         node without one is played, from its parent's position, and tested for superko
@@ -434,6 +450,12 @@ class SearchRun:
             if node is root:
                 child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
                                                   log_const, dynamic_fpu)
+            elif len(node.children) >= KEPT_SCORES_CHILDREN:
+                scores = kept.get(id(node))
+                if scores is None:
+                    scores = kept[id(node)] = ChildScores()
+                child = scores.select(node, color, fpu, c_puct, log_puct, log_const,
+                                      dynamic_fpu)
             else:
                 child = node.select_child(color, fpu, c_puct, log_puct, log_const,
                                           dynamic_fpu)
@@ -446,6 +468,7 @@ class SearchRun:
                 after.play_move(color, move)
                 if move != PASS and self._repeats(after.ko_hash, boards):
                     child.status = INVALID
+                    kept.pop(id(node), None)  # Npar may change: score afresh
                     return _NOVALUE, path, None
                 if self.boards_left > 0:
                     self.boards_left -= 1
