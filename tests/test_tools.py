@@ -145,7 +145,8 @@ def test_bench_analyze_reads_both_engines_info_lines(lz_binary, random_weights):
     assert done.returncode == 0, done.stderr
     ours, reference, ratio = _figures(done.stdout, "mean")
     assert ours > 0 and reference > 0
-    assert ratio == pytest.approx(ours / reference, rel=0.02)
+    # The ratio is printed with two decimals, from visits/s before their rounding to integers.
+    assert ratio == pytest.approx(ours / reference, rel=0.01, abs=0.0051)
     assert len([x for x in done.stdout.splitlines() if "visits in" in x]) == 4
 
 
