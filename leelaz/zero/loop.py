@@ -254,7 +254,9 @@ class ZeroLoop:
         spec = dict(run_dir=str(self.run.root), candidate=str(self.run.network_path(candidate)),
                     best=str(self.run.network_path(best)), out_dir=str(folder),
                     max_games=gate["max_games"], visits=gate["visits"],
-                    parallel=self.s.parallel, seed=self._seed(gen, 777),
+                    # A match is one job: it gets every worker's game slots, so its games
+                    # run as many at once as self-play's (its batches grow, not its rounds).
+                    parallel=self.s.parallel * self.s.workers, seed=self._seed(gen, 777),
                     cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
                     max_moves=self.s.max_moves)
         start = time.monotonic()
