@@ -279,7 +279,9 @@ def test_sigkill_mid_run_then_rerun_reaches_the_total(tmp_path, random_weights):
 def test_ctrl_c_drops_the_games_in_flight(tmp_path, random_weights):
     out = tmp_path / "interrupted"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(VERB + ["--games", "50", "--parallel", "3", "--out", str(out),
+    # Far more games than can finish between the first SGF and the signal, even on a loaded
+    # machine where this test's polling is slow: the interrupt must find games in flight.
+    proc = subprocess.Popen(VERB + ["--games", "2000", "--parallel", "3", "--out", str(out),
                                     "-w", random_weights(1, 8), "-v", "4", "--cpu-only",
                                     "--max-moves", "40", "-q"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -292,7 +294,7 @@ def test_ctrl_c_drops_the_games_in_flight(tmp_path, random_weights):
         "ERROR: interrupted"), err
     names = os.listdir(out)
     sgfs = _sgfs(out)
-    assert 1 <= len(sgfs) < 50
+    assert 1 <= len(sgfs) < 2000, (len(sgfs), err)
     assert not [n for n in names if n.startswith(".")], names
     assert {n.split(".")[0] for n in names} == {os.path.basename(s)[:-4] for s in sgfs}
 
