@@ -9,12 +9,12 @@
 #                                    1/K of it each): --selfplay-only, one DIR per K
 #
 # DIR lives on the machine (/tmp/zero-*): it survives between calls only while the machine
-# stays warm. Each call copies the state without the games (run.json, best, generations/,
-# networks/, log.txt, the table) to $OUT/<dir>, so `leelaz zero $OUT/<dir> --status` here
-# redraws the table and the Elo plot; and if the machine went cold, copy that folder into the
-# checkout as .zero-state/<dir> and carry .zero-state: the run goes on from it (the games of
-# earlier generations are gone, so the next window holds only new ones; a generation in
-# progress replays its phase).
+# stays warm. Each call packs the state without the games (run.json, best, generations/,
+# networks/, log.txt, the table and plot) into $OUT/<dir>.tar.gz (one file: $OUT brings back
+# at most 8), so unpacking it here and `leelaz zero <dir> --status` redraws the table and the
+# Elo plot; and if the machine went cold, put that tar.gz into the checkout's .zero-state/ and
+# carry .zero-state: the run goes on from it (the games of earlier generations are gone, so the
+# next window holds only new ones; a generation in progress replays its phase).
 # Every call stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
 # call continues where it stopped).
 #
@@ -61,18 +61,18 @@ else
 fi
 ZERO="python3 -m leelaz zero"
 
-save_state() {  # a run folder without its games, to $OUT/<its name>
-  local d=$1 to=$OUT/$(basename "$1")
-  mkdir -p "$to"
-  (cd "$d" && cp -r run.json best generations networks log.txt "$to"/ 2>/dev/null)
-  $ZERO "$d" --status -q > "$to/status.txt" 2>&1; cat "$to/status.txt"
-  cp "$d/status.png" "$to/" 2>/dev/null
+save_state() {  # a run folder without its games, to $OUT/<its name>.tar.gz (+ status.txt/png)
+  local d=$1 name=$(basename "$1")
+  $ZERO "$d" --status -q > "$d/status.txt" 2>&1; cat "$d/status.txt"
+  tar -czf "$OUT/$name.tar.gz" -C "$(dirname "$d")" \
+    $(cd "$(dirname "$d")" && ls -d "$name"/{run.json,best,generations,networks,log.txt,status.txt,status.png} 2>/dev/null)
+  cp "$d/status.txt" "$OUT/$name-status.txt"; cp "$d/status.png" "$OUT/$name-status.png" 2>/dev/null
 }
 
-restore_state() {  # a cold machine: start again from a carried copy of save_state's folder
-  local d=$1 from=.zero-state/$(basename "$1")
-  if [ ! -f "$d/run.json" ] && [ -f "$from/run.json" ]; then
-    mkdir -p "$d" && cp -r "$from"/. "$d"/ && echo "restored $d from $from"
+restore_state() {  # a cold machine: start again from a carried .zero-state/<name>.tar.gz
+  local d=$1 from=.zero-state/$(basename "$1").tar.gz
+  if [ ! -f "$d/run.json" ] && [ -f "$from" ]; then
+    mkdir -p "$(dirname "$d")" && tar -xzf "$from" -C "$(dirname "$d")" && chmod -R u+w "$d" && echo "restored $d from $from"
   fi
 }
 
