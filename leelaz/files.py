@@ -133,6 +133,37 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, temp: str | None = 
         f.write(text)
 
 
+def create_text_atomic(path: str | os.PathLike, text: str) -> bool:
+    """Write `path` whole (UTF-8) if it does not exist yet; False, leaving it alone, if it
+    does. For a file several processes may publish at the same moment (a match's
+    identity): exactly one of them creates it, by a hard link of a finished temporary file,
+    and none ever reads it half written. Where the filesystem has no hard links, the
+    temporary file is renamed into place (the last writer wins)."""
+    target = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + os.path.basename(target) + ".",
+                               suffix=TEMP_SUFFIX, dir=os.path.dirname(target) or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links here
+            if os.path.exists(target):
+                return False
+            os.replace(tmp, target)
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def write_gzip_atomic(path: str | os.PathLike, data: bytes, level: int = 9, *,
                       temp: str | None = None) -> None:
     """Write data gzipped atomically. The header has no name and a zero time stamp, so equal

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -95,3 +98,109 @@ def test_shipped_net_against_a_random_net_passes_h1(tmp_path, passing_net):
     for n in sgfs:
         text = open(os.path.join(out, n)).read()
         assert ("RE[B+" in text) == a_is_black(int(n.split("-")[0])), text
+
+
+# ---- one match played by several processes (the Zero loop's gating match) -----------------
+
+def test_shards_deal_every_game_once_with_both_colours_equally():
+    from leelaz.selfplay.match import shard_indices
+
+    for shards in range(1, 6):
+        for max_games in (1, 2, 7, 8, 20, 250, 251):
+            sets = [shard_indices(s, shards, max_games) for s in range(shards)]
+            everything = [i for indices in sets for i in indices]
+            assert sorted(everything) == list(range(max_games))  # each game exactly once
+            for indices in sets:
+                black = sum(1 for i in indices if i % 2 == 0)  # A is Black in even games
+                white = len(indices) - black
+                if max_games % 2 == 0:
+                    assert black == white, (shards, max_games, indices)
+                else:  # the last game has no partner
+                    assert 0 <= black - white <= 1
+            sizes = [len(indices) for indices in sets]
+            assert max(sizes) - min(sizes) <= 2  # the pairs are dealt evenly
+
+
+def _net(path, seed, pass_bias=None):
+    tensors = random_tensors(1, 8, seed)
+    if pass_bias is not None:
+        tensors[POLICY_FC_BIAS][361] = pass_bias
+    write_weights(str(path), tensors, 1)
+    return str(path)
+
+
+def _play_shards(a, b, out, shards, **kwargs):
+    """The shards as concurrent processes (as the loop's jobs run), each as `play_match`."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    procs = []
+    for shard in range(shards):
+        code = ("import sys, json; from leelaz.selfplay.match import play_match; "
+                f"play_match({a!r}, {b!r}, {out!r}, shard=({shard}, {shards}), "
+                f"cpu_only=True, progress=False, **{kwargs!r})")
+        procs.append(subprocess.Popen([sys.executable, "-c", code], env=env,
+                                      stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+
+
+def _recount(folder):
+    """{index: (token, A won)} from the SGFs, read here: name, RE[] and the colour rule."""
+    games = {}
+    for name in os.listdir(folder):
+        if not name.endswith(".sgf") or name.startswith("."):
+            continue
+        index, token = int(name.split("-")[0]), name.split("-")[1].split(".")[0]
+        text = open(os.path.join(folder, name)).read()
+        black_won = "RE[B+" in text
+        assert black_won or "RE[W+" in text, name
+        assert index not in games, f"game {index} twice"
+        games[index] = (token, black_won == (index % 2 == 0))
+    return games
+
+
+def test_three_shards_play_one_match_into_one_folder(tmp_path):
+    a, b = _net(tmp_path / "a.txt", 3), _net(tmp_path / "b.txt", 4)
+    out = str(tmp_path / "m")
+    # 8 games can never decide the SPRT (no 11 straight losses): every game is played.
+    _play_shards(a, b, out, 3, max_games=8, visits=2, parallel=2, seed=5, max_moves=20)
+    games = _recount(out)
+    assert sorted(games) == list(range(8))
+    by_token = {}
+    for index, (token, _) in games.items():
+        by_token.setdefault(token, set()).add(index)
+    # each process played one shard: pairs of games dealt round robin to the three
+    assert sorted(map(sorted, by_token.values())) == [[0, 1, 6, 7], [2, 3], [4, 5]]
+    wins = sum(1 for _, a_won in games.values() if a_won)
+    saved = _result_json(out)
+    assert (saved["wins"], saved["losses"], saved["games"]) == (wins, 8 - wins, 8)
+    assert saved["llr"] == pytest.approx(sprt.llr(wins, 8 - wins))
+    # a rerun of any shard finds its games there and plays none
+    again = play_match(a, b, out, max_games=8, visits=2, parallel=2, seed=5, cpu_only=True,
+                       progress=False, max_moves=20, shard=(1, 3))
+    assert (again.wins, again.games, again.moves) == (wins, 8, 0)
+
+
+def test_the_sprt_stop_is_the_whole_match(tmp_path):
+    """A passes at every move, B never does: B's stones own the board when the game is scored
+    after 10 moves, so A loses every game and the SPRT says H0 after a dozen. Three shards of
+    two games at once must stop together: at most the games in flight at the decision (5)
+    beyond it, where shards deciding alone would play until each had a dozen."""
+    a = _net(tmp_path / "passer.txt", 7, pass_bias=50.0)
+    b = _net(tmp_path / "player.txt", 8, pass_bias=-50.0)
+    out = str(tmp_path / "m")
+    decided_at = next(n for n in range(1, 400) if sprt.decide(0, n) is not None)
+    _play_shards(a, b, out, 3, max_games=60, visits=1, parallel=2, seed=6, max_moves=10,
+                 resignpct=0)
+    games = _recount(out)
+    assert all(not a_won for _, a_won in games.values())
+    assert decided_at <= len(games) <= decided_at + 3 * 2 - 1, sorted(games)
+    saved = _result_json(out)
+    assert saved["decision"] == sprt.H0
+    assert (saved["wins"], saved["losses"], saved["games"]) == (0, len(games), len(games))
+    for index in games:  # A (the passer) placed no stone with either colour
+        text = open(next(os.path.join(out, n) for n in os.listdir(out)
+                         if n.startswith(f"{index:06d}-") and n.endswith(".sgf"))).read()
+        own = "B" if index % 2 == 0 else "W"
+        placed = [m for m in re.findall(rf";{own}\[([a-s]{{2}})\]", text)]
+        assert not placed, (index, own, text)

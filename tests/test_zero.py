@@ -110,6 +110,26 @@ def check_window(run: Path, gen: int, games: dict) -> None:
     assert set(listed) == wanted
 
 
+def check_match(folder: Path, gate: dict, games: int) -> None:
+    """Every game 0..games-1 exactly once (no SPRT decision is possible in so few), and the
+    record and result.json hold the SGFs' score, recounted here (A, the candidate, has Black
+    in even games)."""
+    indices, wins = [], 0
+    for sgf in folder.rglob("*.sgf"):
+        if sgf.name.startswith("."):
+            continue
+        index = int(sgf.name.split("-")[0])
+        indices.append(index)
+        text = sgf.read_text()
+        assert "RE[B+" in text or "RE[W+" in text, sgf
+        wins += ("RE[B+" in text) == (index % 2 == 0)
+    assert sorted(indices) == list(range(games))
+    assert (gate["wins"], gate["losses"], gate["draws"], gate["games"]) == \
+        (wins, games - wins, 0, games)
+    result = json.loads((folder / "result.json").read_text())
+    assert (result["wins"], result["losses"], result["games"]) == (wins, games - wins, games)
+
+
 def tree_digest(run: Path) -> dict[str, str]:
     return {str(p.relative_to(run)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(run.rglob("*")) if p.is_file() and p.name != "lock"}
@@ -199,7 +219,9 @@ def test_status_table_and_elo(tmp_path):
 
 def test_local_generation_gated_killed_mid_match_and_status(tmp_path):
     run = tmp_path / "run"
-    args = (*TINY, "--games-per-gen", "4", "--generations", "1", "--match-games", "6")
+    # Two workers: the match is two jobs (shards) playing into one folder when it is killed.
+    args = (*TINY, "--games-per-gen", "4", "--generations", "1", "--match-games", "6",
+            "--workers", "2")
     proc = start(run, *args)
     matches = run / "matches"
     _kill_when(proc, lambda: matches.is_dir() and any(matches.rglob("[!.]*.sgf")),
@@ -216,11 +238,8 @@ def test_local_generation_gated_killed_mid_match_and_status(tmp_path):
     check_window(run, 1, games)
     assert first["train"]["steps_done"] == 4
     gate = first["gate"]
-    match_games = [p for p in (run / gate["dir"]).rglob("*.sgf") if not p.name.startswith(".")]
-    assert gate["wins"] + gate["losses"] + gate["draws"] == gate["games"] == len(match_games)
-    assert 1 <= gate["games"] <= 6
-    result = json.loads((run / gate["dir"] / "result.json").read_text())
-    assert (result["wins"], result["losses"]) == (gate["wins"], gate["losses"])
+    assert gate["shards"] == 2
+    check_match(run / gate["dir"], gate, 6)
     # 6 games can never pass the server's SPRT (it needs more than 100), so no promotion.
     assert first["promoted"] is False and best(run) == info["start"]
 
@@ -235,7 +254,7 @@ def test_local_generation_gated_killed_mid_match_and_status(tmp_path):
 def test_ray_local_generation(tmp_path):
     need_ray()
     run = tmp_path / "run"
-    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1", "--no-gate",
+    done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1",
                 "--ray", "auto", "--workers", "2")
     assert done.returncode == 0, done.stderr
     first = record(run, 1)
@@ -244,7 +263,11 @@ def test_ray_local_generation(tmp_path):
     for job in ("j00", "j01"):
         assert len(games_of(run / first["selfplay"]["dir"] / job)) == 2
     check_window(run, 1, games)
-    assert first["promoted"] and best(run) == first["train"]["candidate"]
+    gate = first["gate"]  # the match as two Ray tasks into one folder
+    assert gate["shards"] == 2
+    check_match(run / gate["dir"], gate, 4)
+    # 4 games can never pass the server's SPRT: no promotion.
+    assert first["promoted"] is False and best(run) == first["best"]
     check_networks(run)
 
 

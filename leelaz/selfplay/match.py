@@ -1,7 +1,7 @@
-"""`play_match`: the server's gating match between two networks, games batched in one process.
+"""`play_match`: the server's gating match between two networks, games batched in a process.
 
-Owns: `play_match`, `MatchResult`, reading a match folder back (`tally`). Imports: selfplay.*,
-game.sgf, game.coords.
+Owns: `play_match`, `MatchResult`, the shards of a match (`shard_of`, `shard_indices`), reading
+a match folder back (`tally`). Imports: selfplay.*, game.sgf, game.coords, files.
 
 Game `i` gives network A Black when i is even (colours alternate, as the server's tasks do);
 both sides get the same seed (autogtp's match line) and the match settings (`lz-gate`: 1600
@@ -9,16 +9,26 @@ visits, resign 5 %, no noise, no random moves, dumb pass). The games are stepped
 selfplay/runner.py; each side's searches run on its own network and its own round batches,
 so in a round A's leaves of all games form one network call and B's another.
 
+One match may be played by W processes at once (`shard=(s, W)`, the Zero loop's gating match
+on its workers): shard s plays the games `shard_of(i, W) == s` of 0..max_games-1, pairs of
+games dealt round robin, so every shard plays both colours equally often and no two
+processes ever write the same game. Together they are exactly one match: before a shard
+starts a game it re-reads the folder (every shard's finished games), and once the SPRT has
+decided no shard starts another; games in flight finish and count (dropping them would favour
+the faster results). With W = 1 this is the single-process match.
+
 The folder holds `match.json` (the two networks and the settings; a resumed match must be the
-same match), one SGF per finished game (named as self-play games, selfplay/store.py) and
-`result.json`, rewritten atomically after every game: wins, losses, draws (for A), games,
-LLR, decision. A resumed match counts the SGFs already there. With `sprt`, no new game starts
-once the SPRT decides; games in flight finish and count (dropping them would favour the
-faster results).
+same match; published once, so W processes starting together agree or fail), one SGF per
+finished game (named as self-play games, selfplay/store.py) and `result.json`, rewritten
+atomically after every game from the folder's tally, under a lock, so the last write of the
+last shard to end holds every game: wins, losses, draws (for A), games, LLR, decision; its
+`seconds` and `moves` are those of the process that wrote it (the whole match's with one
+process). A resumed shard counts the SGFs already there and plays only its missing games.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -64,12 +74,17 @@ class MatchResult:
 def play_match(weights_a: str, weights_b: str, out_dir: str, *, max_games: int,
                sprt: bool = True, visits: int = 1600, parallel: int = 8, seed=None,
                cpu_only=False, gpus=(), progress=True, max_moves: int | None = None,
-               **engine_options) -> MatchResult:
+               shard: tuple[int, int] = (0, 1), **engine_options) -> MatchResult:
     """Play A against B into `out_dir` until `max_games` games (or, with `sprt`, a decision).
 
-    Games already in `out_dir` count. Raises SelfplayError for bad input."""
+    Games already in `out_dir` count. `shard=(s, W)`: this process plays shard s of a match
+    that W processes play into `out_dir` together (see the module docstring); the result is
+    the whole folder's. Raises SelfplayError for bad input."""
     if max_games < 1:
         raise SelfplayError(f"the game cap must be at least 1, not {max_games}")
+    index, shards = shard
+    if not 0 <= index < shards:
+        raise SelfplayError(f"shard {index} of {shards} does not exist")
     settings = SelfplaySettings.build(MATCH_DEFAULTS, seed=seed, cpu_only=cpu_only, gpus=gpus,
                                       weights=weights_a, visits=visits, no_resign_share=0.0,
                                       **({"max_moves": max_moves} if max_moves else {}),
@@ -83,36 +98,45 @@ def play_match(weights_a: str, weights_b: str, out_dir: str, *, max_games: int,
         raise SelfplayError(str(exc)) from None
     try:
         _check_same_match(store.folder, weights_a, weights_b, settings)
-        return _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress)
+        return _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress,
+                    shard)
     finally:
         store.close()
 
 
-def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress):
-    wins, losses = tally(store.folder)
+def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress, shard):
+    folder = _FolderTally(store.folder)
     began = time.monotonic()
+    wins, losses, done = folder.read()
+    todo = [i for i in shard_indices(*shard, max_games) if i not in done]
     result = _result(wins, losses, weights_a, weights_b)
-    decided = sprt and result.decision is not None
-    wanted = max_games - result.games
-    if wanted <= 0 or decided:
-        _write_result(store.folder, result)
-        return result
-    parallel = max(1, min(parallel, wanted))
+    if not todo or result.games >= max_games or (sprt and result.decision is not None):
+        return _publish(folder, weights_a, weights_b)
+    parallel = max(1, min(parallel, len(todo)))
     cfg = settings.engine
     rows = parallel * settings.leaves_per_batch
     side_a = EngineSide(weights_a, cpu_only=cfg.cpu_only, gpus=cfg.gpus,
                         precision=cfg.precision, batch_rows=rows, max_batch=cfg.batchsize)
     side_b = EngineSide(weights_b, cpu_only=cfg.cpu_only, gpus=cfg.gpus,
                         precision=cfg.precision, batch_rows=rows, max_batch=cfg.batchsize)
-    score = {"wins": wins, "losses": losses, "handed": 0, "moves": 0}
+    in_flight = [0]
     params = settings.search_params()
     lookups = not cfg.noise and cfg.randomcnt == 0
 
     def next_job():
-        if score["handed"] >= wanted:
+        """This shard's next missing game, unless the match (all shards) is over: read when
+        a slot frees, so a decision by any shard stops every shard's new games."""
+        if not todo:
             return None
-        score["handed"] += 1
-        return store.next_index()
+        wins, losses, done = folder.read()
+        if sprt and sprt_rule.decide(wins, losses) is not None:
+            return None
+        while todo and todo[0] in done:  # another process played it (never, by the shards)
+            todo.pop(0)
+        if not todo or wins + losses + in_flight[0] >= max_games:
+            return None
+        in_flight[0] += 1
+        return todo.pop(0)
 
     def new_game(index, group, runner):
         seed = settings.game_seed(index)
@@ -132,11 +156,9 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
         except OSError as exc:
             raise SelfplayError(f"cannot write games to {store.folder}: "
                                 f"{exc.strerror or exc}") from None
+        in_flight[0] -= 1
         a_won = (game.winner == BLACK) == a_is_black(index)
-        score["wins" if a_won else "losses"] += 1
-        score["moves"] += game.moves
-        now = _result(score["wins"], score["losses"], weights_a, weights_b)
-        _write_result(store.folder, now)
+        now = _publish(folder, weights_a, weights_b)
         if progress:
             warn(f"game {now.games}: {'A' if a_won else 'B'} won ({game.result}); "
                  f"{now.line()}")
@@ -145,11 +167,8 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
 
     runner = GameRunner(parallel, next_job, new_game, commit, [side_a, side_b])
     stats = runner.run()
-    final = _result(score["wins"], score["losses"], weights_a, weights_b)
-    final.seconds = time.monotonic() - began
-    final.moves = stats.moves
-    _write_result(store.folder, final)
-    return final
+    return _publish(folder, weights_a, weights_b, seconds=time.monotonic() - began,
+                    moves=stats.moves)
 
 
 def a_is_black(index: int) -> bool:
@@ -157,23 +176,65 @@ def a_is_black(index: int) -> bool:
     return index % 2 == 0
 
 
+def shard_of(index: int, shards: int) -> int:
+    """The shard that plays game `index`: pairs of games (A Black, then A White) are dealt to
+    the shards in turn, so each shard plays both colours equally often."""
+    return (index // 2) % shards
+
+
+def shard_indices(shard: int, shards: int, max_games: int) -> list[int]:
+    """Shard `shard` of `shards`'s games of 0..max_games-1, in order."""
+    return [i for i in range(max_games) if shard_of(i, shards) == shard]
+
+
 def tally(folder: str) -> tuple[int, int]:
     """(A's wins, A's losses) over the finished games in a match folder."""
-    wins = losses = 0
-    for name in sorted(os.listdir(folder)):
-        m = _INDEX.match(name)
-        if not m or not name.endswith(".sgf"):
-            continue
-        with open(os.path.join(folder, name), encoding="utf-8") as f:
+    wins, losses, _done = _FolderTally(folder).read()
+    return wins, losses
+
+
+class _FolderTally:
+    """The finished games of a match folder, read again on each call: a finished SGF never
+    changes (it appears by rename), so each is parsed once and a call costs a listing."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self._seen: dict[str, tuple[int, bool | None]] = {}  # name -> (index, A won)
+
+    def read(self) -> tuple[int, int, set[int]]:
+        """(A's wins, A's losses, the indices of the finished games); an index counts once."""
+        names = sorted(n for n in os.listdir(self.folder)
+                       if n.endswith(".sgf") and _INDEX.match(n))
+        outcome: dict[int, bool | None] = {}
+        for name in names:
+            if name not in self._seen:
+                self._seen[name] = self._parse(name)
+            index, a_won = self._seen[name]
+            outcome.setdefault(index, a_won)
+        wins = sum(1 for a_won in outcome.values() if a_won is True)
+        losses = sum(1 for a_won in outcome.values() if a_won is False)
+        return wins, losses, set(outcome)
+
+    def _parse(self, name: str) -> tuple[int, bool | None]:
+        index = int(_INDEX.match(name).group(1))
+        with open(os.path.join(self.folder, name), encoding="utf-8") as f:
             found = _RE.search(f.read())
         if found is None:
-            continue
-        black_won = found.group(1) == "B"
-        if black_won == a_is_black(int(m.group(1))):
-            wins += 1
-        else:
-            losses += 1
-    return wins, losses
+            return index, None
+        return index, (found.group(1) == "B") == a_is_black(index)
+
+
+def _publish(folder: _FolderTally, weights_a, weights_b, seconds: float = 0.0,
+             moves: int = 0) -> MatchResult:
+    """The folder's result (every shard's games), written to result.json. Under the folder's
+    lock: the writes follow the reads in order, so the last one holds every game."""
+    with open(os.path.join(folder.folder, ".result.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        wins, losses, _done = folder.read()
+        result = _result(wins, losses, weights_a, weights_b)
+        result.seconds, result.moves = seconds, moves
+        _write_result(folder.folder, result)
+    return result
 
 
 def _result(wins, losses, weights_a, weights_b) -> MatchResult:
@@ -216,4 +277,6 @@ def _check_same_match(folder: str, weights_a: str, weights_b: str, settings) -> 
             raise SelfplayError(f"{folder} holds another match (networks or settings differ); "
                                 "use a new folder")
         return
-    files.write_text_atomic(path, json.dumps(identity, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(identity, indent=2, sort_keys=True) + "\n"
+    if not files.create_text_atomic(path, text):  # another shard published it first
+        _check_same_match(folder, weights_a, weights_b, settings)

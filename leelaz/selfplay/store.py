@@ -12,9 +12,12 @@ to a hidden temporary name and renamed into place:
     NAME.sgf             the game; written LAST: a game exists iff its SGF exists
 
 A killed run leaves at most hidden temporary files and the first files of one commit; both
-belong to its token, whose `.<token>.pid` file names the process. Opening a store removes such
-leftovers of every token whose process is gone (never those of a live run), so a rerun finds
-only whole games and counts only those.
+belong to its token, whose `.<token>.pid` file names the process and its host. Opening a store
+removes such leftovers of every token whose process is gone (never those of a live run), so a
+rerun finds only whole games and counts only those. A process of another host (a folder shared
+by a Ray cluster's nodes, where the shards of one match write together) cannot be looked at
+from here and counts as live: its leftovers wait for the Zero loop, which clears temporary
+files under its run lock.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import errno
 import os
 import re
 import secrets
+import socket
 
 from leelaz.training.chunks import GZIP_LEVEL
 from leelaz import files
@@ -51,8 +55,9 @@ class GameStore:
         self.token = secrets.token_hex(4)
         self._pid_file = os.path.join(self.folder, f".{self.token}.pid")
         try:
-            with open(self._pid_file, "w") as f:
-                f.write(f"{os.getpid()}\n")
+            # whole or absent: a half-written one would read as a dead process to a store
+            # opened at the same moment (the shards of a match start together)
+            files.write_text_atomic(self._pid_file, f"{os.getpid()} {socket.gethostname()}\n")
         except OSError as exc:
             raise StoreError(f"cannot write in output folder {folder}: "
                              f"{exc.strerror or exc}") from None
@@ -145,9 +150,12 @@ class GameStore:
 def _alive(pid_file: str) -> bool:
     try:
         with open(pid_file) as f:
-            pid = int(f.read().strip())
+            pid_text, _, host = f.read().strip().partition(" ")
+        pid = int(pid_text)
     except (OSError, ValueError):
         return False
+    if host and host != socket.gethostname():
+        return True  # another machine's process: not ours to judge
     try:
         os.kill(pid, 0)
     except OSError as exc:

@@ -7,8 +7,8 @@ dict too, but the files it writes are the truth: the loop counts games from thei
 reads the match from result.json, never from a return value alone.
 
 Every job is idempotent under retry: self-play resumes the games already finished in its own
-folder (play_selfplay counts them towards its target), a match resumes from its SGFs, the
-trainer from its checkpoint. A job killed mid-way therefore loses only the games in flight.
+folder (play_selfplay counts them towards its target), a match's shard plays only its games
+that have no SGF yet, the trainer resumes from its checkpoint. A job killed mid-way therefore loses only the games in flight.
 
 Imports: leelaz.selfplay and leelaz.training.trainer (inside the functions: a worker imports
 only what its job needs; torch is loaded only by the trainer).
@@ -61,7 +61,8 @@ def selfplay_job(spec: dict) -> dict:
 
 
 def match_job(spec: dict) -> dict:
-    """Play the gating match (candidate = A, best = B) into spec['out_dir'] with SPRT."""
+    """Play shard spec['shard'] of spec['shards'] of the gating match (candidate = A, best =
+    B) into spec['out_dir'] with SPRT; the result is the folder's (every shard's games)."""
     from leelaz.selfplay import play_match
 
     _check_run_folder(spec)
@@ -71,6 +72,7 @@ def match_job(spec: dict) -> dict:
                         parallel=spec["parallel"], seed=spec["seed"],
                         cpu_only=spec["cpu_only"], gpus=tuple(spec["gpus"]),
                         progress=spec.get("progress", False),
+                        shard=(spec.get("shard", 0), spec.get("shards", 1)),
                         **_optional(spec, "max_moves"))
     return {"wins": int(result.wins), "losses": int(result.losses), "draws": int(result.draws),
             "games": int(result.games), "llr": float(result.llr), "decision": result.decision,

@@ -9,7 +9,9 @@ One generation, as Leela Zero's server and autogtp did it between them, on one r
    fixed in train/gNNNN/window.txt before training starts, so a resumed trainer sees the same
    data as the one that was killed;
 3. gate: an SPRT match candidate vs best (the server's rule: Elo 0/35, alpha = beta = 0.05),
-   unless gating is off (minigo and KataGo's style: every candidate is promoted);
+   unless gating is off (minigo and KataGo's style: every candidate is promoted); played by
+   one job per worker into one folder (each its shard of the games; the SPRT's stop is the
+   folder's, so together they are one match), the number of jobs fixed once as self-play's;
 4. promote: `best` names the candidate if it passed (H1), else it stays.
 
 The generation record (generations/NNNN.json) is rewritten after each phase and is the only
@@ -248,26 +250,37 @@ class ZeroLoop:
             gate["done"] = True
             self.run.save_generation(record)
             return
+        if "shards" not in gate:  # fixed once, as self-play's jobs: a rerun resumes the same
+            gate["shards"] = max(1, min(self.s.workers, (gate["max_games"] + 1) // 2))
+            self.run.save_generation(record)
         folder = self.run.root / gate["dir"]
         self.say(f"generation {gen}: match {candidate[:12]} (candidate) vs "
                  f"{best[:12]} (best), SPRT, at most {gate['max_games']} games")
-        spec = dict(run_dir=str(self.run.root), candidate=str(self.run.network_path(candidate)),
-                    best=str(self.run.network_path(best)), out_dir=str(folder),
-                    max_games=gate["max_games"], visits=gate["visits"],
-                    # A match is one job: it gets every worker's game slots, so its games
-                    # run as many at once as self-play's (its batches grow, not its rounds).
-                    parallel=self.s.parallel * self.s.workers, seed=self._seed(gen, 777),
-                    cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
-                    max_moves=self.s.max_moves)
+        # One match played by `shards` jobs at once into one folder, as self-play is: each
+        # job plays its share of the games (selfplay/match.py's shards), and every job stops
+        # starting games once the SPRT has decided on the games of them all.
+        specs = [dict(run_dir=str(self.run.root), out_dir=str(folder),
+                      candidate=str(self.run.network_path(candidate)),
+                      best=str(self.run.network_path(best)),
+                      max_games=gate["max_games"], visits=gate["visits"],
+                      parallel=self.s.parallel, seed=self._seed(gen, 777),
+                      shard=shard, shards=gate["shards"],
+                      cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
+                      max_moves=self.s.max_moves)
+                 for shard in range(gate["shards"])]
         start = time.monotonic()
         bar = _Bar(gate["max_games"], f"gen {gen} match", 0, self.s.progress)
 
         def tick() -> None:
             bar.update_to(len(list(folder.rglob("[!.]*.sgf"))) if folder.is_dir() else 0)
         try:
-            result = self.executor.run("match", [spec], tick=tick, at_once=1)[0]
+            results = self.executor.run("match", specs, tick=tick)
         finally:
             bar.close()
+        # Each job returns the folder's tally when it ended; the folder only gains games, so
+        # the one with the most games is the last, which holds every job's games.
+        result = dict(max(results, key=lambda r: r["games"]))
+        result["moves"] = sum(r.get("moves", 0) for r in results)
         gate.update(result, done=True, seconds=gate["seconds"] + time.monotonic() - start)
         self.run.save_generation(record)
         self.say(f"generation {gen}: match {result['wins']}-{result['losses']}"
