@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from leelaz.files import atomic_open, write_gzip_atomic, write_text_atomic
+from leelaz.files import (atomic_open, create_text_atomic, write_gzip_atomic,
+                          write_text_atomic)
 
 
 def test_text_replaces_the_file_in_one_step(tmp_path):
@@ -16,6 +17,23 @@ def test_text_replaces_the_file_in_one_step(tmp_path):
     write_text_atomic(path, "(;GM[1])\n")
     assert path.read_text() == "(;GM[1])\n"
     assert os.listdir(tmp_path) == ["game.sgf"]  # no temporary file left behind
+
+
+def test_create_writes_once_and_never_replaces(tmp_path):
+    """Several processes publishing the same file at once: the first wins, the others are
+    told (False), nobody fails, and no temporary file stays."""
+    path = tmp_path / "match.json"
+    assert create_text_atomic(path, "first\n") is True
+    assert create_text_atomic(path, "second\n") is False
+    assert path.read_text() == "first\n"
+    assert os.listdir(tmp_path) == ["match.json"]
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
 
 
 def test_an_error_while_writing_leaves_the_old_file_and_no_debris(tmp_path):

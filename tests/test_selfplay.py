@@ -375,3 +375,30 @@ def test_resign_report_counts_false_resignations(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "2 no-resign games of 3" in out
     assert re.search(r"\n\s+5%\s+1\s+0\s", out), out
+
+
+def test_a_store_clears_leftovers_of_dead_writers_only(tmp_path):
+    """Writers share a folder (a match's shards): a store opening there removes the temporary
+    files of a dead process of this host, never those of a live one, nor of a process of
+    another host (a Ray node), which it cannot look at."""
+    import socket
+
+    from leelaz.selfplay.store import GameStore
+
+    gone = subprocess.Popen(["true"])  # a process id that has ended
+    gone.wait()
+    writers = {"aaaaaaaa": f"{gone.pid} {socket.gethostname()}",  # dead, here
+               "bbbbbbbb": f"{gone.pid}",  # dead, written before pid files named the host
+               "cccccccc": f"{os.getpid()} {socket.gethostname()}",  # alive, here
+               "dddddddd": f"{gone.pid} another-host.invalid"}  # elsewhere
+    for token, text in writers.items():
+        (tmp_path / f".{token}.pid").write_text(text + "\n")
+        (tmp_path / f".000001-{token}.sgf.tmp").write_text("(;")
+    store = GameStore(str(tmp_path))
+    try:
+        left = sorted(n for n in os.listdir(tmp_path) if n.endswith(".tmp"))
+        assert left == [".000001-cccccccc.sgf.tmp", ".000001-dddddddd.sgf.tmp"]
+        assert (tmp_path / f".{store.token}.pid").read_text().split() == \
+            [str(os.getpid()), socket.gethostname()]
+    finally:
+        store.close()

@@ -346,21 +346,27 @@ def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
     run = tmp_path / "run"
     monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])  # the nodes' workers import leelaz
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+
+    def wait_for_a_game(folder: Path) -> None:
+        deadline = time.monotonic() + 240
+        while not (folder.is_dir() and games_of(folder)):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
     try:
         doomed = cluster.add_node(num_cpus=1)
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         args = (*TINY, "--games-per-gen", "6", "--workers", "3", "--parallel", "1",
-                "--generations", "1", "--no-gate", "--ray", cluster.address)
+                "--generations", "1", "--match-games", "6", "--ray", cluster.address)
         proc = start(run, *args)
-        selfplay = run / "selfplay"
-        deadline = time.monotonic() + 240
-        while not (selfplay.is_dir() and games_of(selfplay)):
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
         # Three jobs of two games, one at a time, on three one-CPU nodes: when the first game
-        # ends, every node is in the middle of a game.
+        # ends, every node is in the middle of a game. So it is in the match: three shards
+        # of two games.
+        wait_for_a_game(run / "selfplay")
+        cluster.remove_node(doomed)
+        doomed = cluster.add_node(num_cpus=1)
+        wait_for_a_game(run / "matches")
         cluster.remove_node(doomed)
         try:
             proc.wait(timeout=300)
@@ -375,7 +381,10 @@ def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
     for job in ("j00", "j01", "j02"):
         assert len(games_of(run / first["selfplay"]["dir"] / job)) == 2
     check_window(run, 1, games)
-    assert first["done"] and best(run) == first["train"]["candidate"]
+    gate = first["gate"]
+    assert gate["shards"] == 3
+    check_match(run / gate["dir"], gate, 6)  # the killed shard's retry played only its own
+    assert first["done"] and first["promoted"] is False and best(run) == first["best"]
 
 
 # ---- bad input -----------------------------------------------------------------------------
