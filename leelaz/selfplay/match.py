@@ -131,7 +131,7 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
         wins, losses, done = folder.read()
         if sprt and sprt_rule.decide(wins, losses) is not None:
             return None
-        while todo and todo[0] in done:  # another process played it (never, by the shards)
+        while todo and todo[0] in done:  # only an earlier try of this shard still running
             todo.pop(0)
         if not todo or wins + losses + in_flight[0] >= max_games:
             return None

@@ -8,7 +8,8 @@ reads the match from result.json, never from a return value alone.
 
 Every job is idempotent under retry: self-play resumes the games already finished in its own
 folder (play_selfplay counts them towards its target), a match's shard plays only its games
-that have no SGF yet, the trainer resumes from its checkpoint. A job killed mid-way therefore loses only the games in flight.
+that have no SGF yet, the trainer resumes from its checkpoint. A job killed mid-way therefore
+loses only the games in flight.
 
 Imports: leelaz.selfplay and leelaz.training.trainer (inside the functions: a worker imports
 only what its job needs; torch is loaded only by the trainer).

@@ -8,7 +8,9 @@ Each self-play job is one task that plays its share of games, many at once with 
 leaves, with a GPU share (1/workers of the cluster's GPUs, so K workers time-share one card)
 when the cluster has GPUs. A task whose worker process or node dies is retried by Ray
 (max_retries): the retry resumes the same job folder, so the games it had finished stay and
-only the games in flight are lost. Application errors are not retried: JobFailed.
+only the games in flight are lost. A gating match goes out the same way, one task per worker
+(its shards, playing into one folder): a retried shard plays only its games that have no SGF
+yet. Application errors are not retried: JobFailed.
 
 The files are the results: workers write into the run folder (by atomic renames), which must
 therefore be on a filesystem every node sees; a job on a node without it fails with one clear
