@@ -4,7 +4,8 @@
 #   bash dev/zero_gpu.sh loop        `leelaz zero` from a seeded random net; rerun it in the
 #                                    next call: it resumes the same DIR until GENERATIONS
 #   bash dev/zero_gpu.sh final       the best network against the starting random one,
-#                                    FINAL_GAMES games without SPRT (the >= 95% check)
+#                                    FINAL_GAMES games without SPRT (the >= 95% check),
+#                                    as WORKERS shard processes (MAX_MOVES caps a game)
 #   bash dev/zero_gpu.sh ray 1 4 8   self-play throughput on Ray with K workers (one GPU,
 #                                    1/K of it each): --selfplay-only, one DIR per K
 #
@@ -87,19 +88,30 @@ case "$MODE" in
     save_state $DIR ;;
   final)
     restore_state $DIR
-    timeout -s KILL $BUDGET python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
-        "$LOCAL" <<'EOF'
+    # WORKERS processes, each a shard of the one match (play_match's shard=(s, W)), as the
+    # loop's gating runs: one process alone is limited by its Python thread.
+    for S in $(seq 0 $((WORKERS - 1))); do
+      timeout -s KILL $BUDGET python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
+          "$LOCAL" "$S" "$WORKERS" "${MAX_MOVES:-0}" <<'EOF' &
 import json, os, sys
 from leelaz.selfplay import play_match
-run, games, visits, parallel, local = sys.argv[1], *map(int, sys.argv[2:])
+run, games, visits, parallel, local, s, w, max_moves = sys.argv[1], *map(int, sys.argv[2:])
 best = open(os.path.join(run, "best")).read().strip()
 start = json.load(open(os.path.join(run, "run.json")))["start"]
 net = lambda sha: os.path.join(run, "networks", sha + ".gz")
-r = play_match(net(best), net(start), os.path.join(run, "final-vs-start"), max_games=games,
-               sprt=False, visits=visits, parallel=parallel, seed=7, cpu_only=bool(local),
-               progress=False)
-print(f"best {best[:12]} vs start {start[:12]}: {r.wins}-{r.losses}-{r.draws} of {r.games} "
-      f"games, score {(r.wins + r.draws / 2) / max(r.games, 1):.1%} (need >= 95%)")
+play_match(net(best), net(start), os.path.join(run, "final-vs-start"), max_games=games,
+           sprt=False, visits=visits, parallel=parallel, seed=7, cpu_only=bool(local),
+           progress=False, shard=(s, w), max_moves=max_moves or None)
+EOF
+    done
+    wait
+    python3 - "$DIR" <<'EOF' | tee -a $OUT/final.txt
+import json, os, sys
+r = json.load(open(os.path.join(sys.argv[1], "final-vs-start", "result.json")))
+best = open(os.path.join(sys.argv[1], "best")).read().strip()
+start = json.load(open(os.path.join(sys.argv[1], "run.json")))["start"]
+print(f"best {best[:12]} vs start {start[:12]}: {r['wins']}-{r['losses']} of {r['games']} "
+      f"games, score {r['wins'] / max(r['games'], 1):.1%} (need >= 95%)")
 EOF
     cp "$DIR/final-vs-start/result.json" "$OUT/final-vs-start.json" 2>/dev/null ;;
   ray)
