@@ -5,6 +5,7 @@ only imported when asked for. Backends never import game/, search/ or nn/.
 
     numpy    the CPU forward pass (numpy_backend.py)
     opencl   the Winograd kernels on an OpenCL device (opencl_backend.py)
+    torch    PyTorch (cuDNN on a GPU; the `torch` extra): torch_backend.py
     random   no network: seeded random outputs at no cost, for tests and the search's
              own benchmark (random_backend.py)
     check    another backend checked against a reference on every batch (check_backend.py)
@@ -29,6 +30,12 @@ def _opencl(weights: NetWeights, **options) -> Backend:
     return OpenCLBackend(weights, **options)
 
 
+def _torch(weights: NetWeights, **options) -> Backend:
+    from leelaz.backends.torch_backend import TorchBackend
+
+    return TorchBackend(weights, **options)
+
+
 def _random(weights: NetWeights | None, **options) -> Backend:
     from leelaz.backends.random_backend import RandomBackend
 
@@ -41,7 +48,7 @@ def _check(weights: NetWeights, **options) -> Backend:
     return CheckBackend(weights, **options)
 
 
-REGISTRY = {"numpy": _numpy, "opencl": _opencl, "random": _random, "check": _check}
+REGISTRY = {"numpy": _numpy, "opencl": _opencl, "torch": _torch, "random": _random, "check": _check}
 
 
 def create_backend(name: str, weights: NetWeights | None, **options) -> Backend:
