@@ -1,0 +1,186 @@
+"""The PyTorch backend against the NumPy backend (the oracle: a Winograd pass in NumPy, written
+independently of PyTorch's convolutions), and its planes built from packed positions against
+the host's planes (nn/features.py gathers through the symmetry table; the backend mirrors
+coordinates as in_transform_boxes does).
+
+Runs on PyTorch's CPU build (CI installs it); CUDA and half precision on a GPU are the
+lead's run (`leelaz bench net --backend torch`). Without torch the torch tests skip, except
+the ones that check the message a user gets then.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from backend_helpers import random_planes, rel_error
+
+from leelaz.backends import BackendUnavailable, create_backend
+from leelaz.backends.numpy_backend import NumpyBackend
+from leelaz.backends.weights import load_weights
+from leelaz.game.state import GameState
+from leelaz.nn.features import input_planes_batch, packed_inputs
+from leelaz.nn.network import Network
+
+torch = pytest.importorskip("torch")
+
+from leelaz.backends import torch_backend  # noqa: E402
+from leelaz.backends.torch_backend import TorchBackend, bucket_rows  # noqa: E402
+
+SHIPPED = "weights/leelaz-6x128.txt.gz"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_weights(SHIPPED)
+
+
+@pytest.fixture(scope="module")
+def small(random_weights):
+    return load_weights(random_weights(2, 32, seed=9))
+
+
+def positions(count: int, seed: int) -> list[GameState]:
+    """States from random games: captures, kos, short histories after each restart."""
+    rng = np.random.default_rng(seed)
+    out = []
+    state = GameState()
+    while len(out) < count:
+        out.append(state.copy())
+        legal = state.legal_moves(state.to_move)
+        if not legal or len(out) % 40 == 0:
+            state = GameState()
+            continue
+        state.play(state.to_move, int(rng.choice(legal)))
+    return out
+
+
+def test_single_precision_matches_numpy_on_the_shipped_network(shipped):
+    planes = random_planes(24, seed=5)
+    want_p, want_v = NumpyBackend(shipped).forward(planes)
+    backend = TorchBackend(shipped, device="cpu", precision="single", quiet=True)
+    got_p, got_v = backend.forward(planes)
+    assert got_p.dtype == np.float32 and got_v.dtype == np.float32
+    assert got_p.shape == (24, 362) and got_v.shape == (24,)
+    assert np.abs(got_p - want_p).max() < 1e-4
+    assert np.abs(got_v - want_v).max() < 1e-5
+    assert backend.precision == "single" and not backend.asynchronous
+
+
+def test_real_positions_every_symmetry_match_numpy(shipped):
+    """Through the Network (softmax, value per side): every symmetry, the 8-way average, and
+    a random symmetry per state with the same seed on both sides."""
+    torch_net = Network(shipped, TorchBackend(shipped, device="cpu", quiet=True), seed=3)
+    numpy_net = Network(shipped, NumpyBackend(shipped), seed=3)
+    states = positions(40, seed=1)
+    for symmetry in list(range(8)) + ["average", None]:
+        batch = states[:12] if symmetry == "average" else states
+        got = torch_net.evaluate(batch, symmetry=symmetry, read_cache=False)
+        want = numpy_net.evaluate(batch, symmetry=symmetry, read_cache=False)
+        for g, w in zip(got, want):
+            assert np.abs(np.asarray(g.policy) - w.policy).max() < 1e-5, symmetry
+            assert abs(g.winrate - w.winrate) < 1e-5, symmetry
+
+
+def test_random_network_matches_numpy_at_many_batch_sizes(small):
+    backend = TorchBackend(small, device="cpu", precision="single", quiet=True)
+    reference = NumpyBackend(small)
+    for batch, seed in ((1, 1), (7, 2), (33, 3)):
+        planes = random_planes(batch, seed)
+        got_p, got_v = backend.forward(planes)
+        want_p, want_v = reference.forward(planes)
+        assert np.abs(got_p - want_p).max() < 1e-4, batch
+        assert np.abs(got_v - want_v).max() < 1e-5, batch
+    backend.bucketed = True  # zero rows padded on (as on CUDA) change nothing
+    states = positions(19, seed=8)
+    syms = [i % 8 for i in range(19)]
+    planes = input_planes_batch(states, np.zeros((19, 18, 361), np.float32), syms)
+    want_p, want_v = reference.forward(planes.reshape(19, 18, 19, 19))
+    for got_p, got_v in (backend.forward(planes.reshape(19, 18, 19, 19)),
+                         backend.submit_packed(packed_inputs(states, syms), 19).result()):
+        assert got_p.shape == (19, 362) and got_v.shape == (19,)
+        assert np.abs(got_p - want_p).max() < 1e-4
+        assert np.abs(got_v - want_v).max() < 1e-5
+    empty_p, empty_v = backend.forward(np.zeros((0, 18, 19, 19), np.float32))
+    assert empty_p.shape == (0, 362) and empty_v.shape == (0,)
+
+
+def test_half_precision_stays_close_to_numpy(small):
+    """fp16 weights and activations (CPU here; CUDA on the GPU): within half's precision."""
+    backend = TorchBackend(small, device="cpu", precision="half", quiet=True)
+    assert backend.precision == "half"
+    planes = random_planes(6, seed=4)
+    got_p, got_v = backend.forward(planes)
+    want_p, want_v = NumpyBackend(small).forward(planes)
+    assert got_p.dtype == np.float32
+    assert rel_error(got_p, want_p) < 3e-2
+    assert np.abs(got_v - want_v).max() < 3e-2
+
+
+@pytest.mark.parametrize("symmetry", list(range(8)))
+def test_planes_from_packed_positions_equal_the_host_planes(small, symmetry):
+    """Every symmetry, both colours to move, short histories; rows of mixed symmetries."""
+    backend = TorchBackend(small, device="cpu", quiet=True)
+    states = positions(50, seed=symmetry + 10)
+    syms = [symmetry] * 25 + [(symmetry + i) % 8 for i in range(25)]
+    want = input_planes_batch(states, np.zeros((50, 18, 361), np.float32), syms)
+    packed = torch.from_numpy(np.frombuffer(packed_inputs(states, syms), np.uint8).copy())
+    got = backend.planes_from_packed(packed, 50).numpy()
+    assert np.array_equal(got.reshape(50, 18, 361), want)
+
+
+def test_planes_from_packed_positions_carry_the_dynamic_komi(small):
+    states = positions(12, seed=4)
+    for i, state in enumerate(states[::2]):
+        state.set_net_komi(-20.0 + 9 * i, 3.0 + i)  # every other row told a komi
+    syms = [i % 8 for i in range(12)]
+    want = input_planes_batch(states, np.zeros((12, 18, 361), np.float32), syms)
+    packed = packed_inputs(states, syms)
+    assert len(packed) > 12 * (torch_backend.PACKED_ROW + 2)  # the komi section is there
+    got_p, got_v = TorchBackend(small, device="cpu", quiet=True).submit_packed(packed,
+                                                                               12).result()
+    want_p, want_v = NumpyBackend(small).forward(want.reshape(12, 18, 19, 19))
+    assert not np.array_equal(want[0, 16:], want[1, 16:])  # the komi planes differ
+    assert np.abs(got_p - want_p).max() < 1e-4
+    assert np.abs(got_v - want_v).max() < 1e-5
+
+
+def test_network_sends_packed_positions_and_gets_numpys_answers(small, monkeypatch):
+    backend = TorchBackend(small, device="cpu", quiet=True)
+    assert backend.accepts_packed_inputs
+    calls = []
+    packed = backend.submit_packed
+    monkeypatch.setattr(backend, "submit_packed", lambda *a: calls.append(a[1]) or packed(*a))
+    monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
+    device = Network(small, backend, seed=7)
+    host = Network(small, NumpyBackend(small), seed=7)
+    states = positions(60, seed=3)
+    for size, symmetry in ((5, 0), (13, 5), (30, None), (2, "average")):
+        got = device.evaluate(states[:size], symmetry=symmetry, read_cache=False)
+        want = host.evaluate(states[:size], symmetry=symmetry, read_cache=False)
+        for g, w in zip(got, want):
+            assert np.abs(np.asarray(g.policy) - w.policy).max() < 1e-5
+            assert abs(g.winrate - w.winrate) < 1e-5
+    assert len(calls) == 4
+
+
+def test_bucket_rows_cover_every_batch_with_few_shapes():
+    rows = [bucket_rows(b) for b in range(1, 1025)]
+    assert all(r >= b for b, r in zip(range(1, 1025), rows))
+    assert all(r - b <= b // 8 for b, r in zip(range(17, 1025), rows[16:]))
+    assert len(set(rows)) <= 5 + 8 * 6  # 1..16, then 8 sizes per doubling up to 1024
+    assert rows[:8] == [1, 2, 4, 4, 8, 8, 8, 8]
+
+
+def test_a_gpu_without_cuda_is_a_clear_error(small, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(BackendUnavailable, match="--gpu 1 asks for CUDA"):
+        create_backend("torch", small, gpus=[1])
+    with pytest.raises(BackendUnavailable, match="has no CUDA"):
+        create_backend("torch", small, device="cuda:0")
+    assert create_backend("torch", small, quiet=True).device.type == "cpu"  # no --gpu: CPU
+
+
+def test_without_torch_the_registry_says_what_to_install(small, monkeypatch):
+    monkeypatch.setattr(torch_backend, "torch", None)
+    with pytest.raises(BackendUnavailable, match=r"pip install 'leelaz\[torch\]'"):
+        create_backend("torch", small)
