@@ -25,8 +25,8 @@ from pathlib import Path
 import click
 
 from leelaz.batching import resolve_threads, search_batch_size
-from leelaz.config import (DEFAULT_WEIGHTS, PRECISION_CHOICES, TIMEMANAGE_CHOICES, EngineConfig,
-                           resolve_dyn_komi)
+from leelaz.config import (BACKEND_CHOICES, DEFAULT_WEIGHTS, PRECISION_CHOICES,
+                           TIMEMANAGE_CHOICES, EngineConfig, resolve_dyn_komi)
 from leelaz.tools import VERBS, is_verb, run_verb
 
 #: The command groups that other modules provide; each is registered if it is installed.
@@ -79,6 +79,12 @@ def _command() -> click.Command:
         click.Option(["--cpu-only"], is_flag=True, help="Do not use OpenCL device(s)."),
         click.Option(["--gpu"], type=click.IntRange(0, None), multiple=True, metavar="ID",
                      help="ID of the OpenCL device(s) to use (repeatable)."),
+        click.Option(["--backend"], type=click.Choice(BACKEND_CHOICES), default="auto",
+                     show_default=True,
+                     help="leelaz: the network's backend. auto = OpenCL (NumPy with "
+                          "--cpu-only); torch = PyTorch, on CUDA device --gpu ID (the CPU "
+                          "without CUDA or with --cpu-only); needs pip install "
+                          "'leelaz[torch]'."),
         click.Option(["--full-tuner"], is_flag=True,
                      help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
         click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),
@@ -193,7 +199,7 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
         seed=kw["seed"], seed_given=kw["seed"] is not None, noise=kw["noise"],
         dumbpass=kw["dumbpass"], randomcnt=kw["randomcnt"], randomvisits=kw["randomvisits"],
         randomtemp=kw["randomtemp"], cpu_only=kw["cpu_only"], gpus=tuple(kw["gpu"]),
-        full_tuner=kw["full_tuner"], tune_only=kw["tune_only"] or kw["full_tuner"],
+        backend=kw["backend"], full_tuner=kw["full_tuner"], tune_only=kw["tune_only"] or kw["full_tuner"],
         batchsize=kw["batchsize"], precision=kw["precision"] or "auto",
         precision_given=kw["precision"] is not None, benchmark=kw["benchmark"],
         dyn_komi=dyn, command_line=argv)
@@ -330,7 +336,8 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
     backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
                              precision=cfg.precision, batch_size=batch,
                              tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
-                             log=lambda line: say(line + "\n"), prefer=prefer)
+                             log=lambda line: say(line + "\n"), prefer=prefer,
+                             backend=cfg.backend)
     if backend.name == "numpy":
         say("Initializing CPU-only evaluation.\n")
     # The cache starts at the network's default size; lz-setoption re-splits memory later.
@@ -354,7 +361,7 @@ def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str]):
     device against NumPy); when NumPy wins, the engine runs exactly as with --cpu-only: its
     thread count, its batch policy (batching.search_batch_size) and its start-up
     lines. --tune-only always tunes OpenCL."""
-    if weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only:
+    if weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only or cfg.backend != "auto":
         return cfg, None
     from leelaz.backends.device_choice import preferred_backend
     prefer = preferred_backend(weights, search_batch_size(cfg), notes.append)
@@ -454,7 +461,12 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         say(weights_summary(weights) + "\n")
     for line in notes:
         say(line + "\n")
-    network = load_network(cfg, path, say, weights=weights, prefer=prefer)
+    from leelaz.backends.base import BackendUnavailable
+    try:
+        network = load_network(cfg, path, say, weights=weights, prefer=prefer)
+    except BackendUnavailable as exc:  # only a backend asked for by name (--backend torch)
+        stderr.write(f"ERROR: {_one_line(exc)}\n")
+        return 1
     if network is not None and network.backend.name == "numpy" and not cfg.cpu_only:
         # OpenCL failed after all (the line before says why): search as with --cpu-only.
         cfg = cfg.with_(cpu_only=True)

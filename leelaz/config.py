@@ -21,6 +21,9 @@ DEFAULT_WEIGHTS = str(Path.home() / ".local" / "share" / "leela-zero" / "best-ne
 
 TIMEMANAGE_CHOICES = ("auto", "on", "off", "fast", "no_pruning")
 PRECISION_CHOICES = ("auto", "single", "half")
+#: --backend (a leelaz extension): auto = Leela Zero's choice (OpenCL, NumPy with --cpu-only);
+#: torch = PyTorch (cuDNN on CUDA), the `torch` extra.
+BACKEND_CHOICES = ("auto", "torch")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class EngineConfig:
     randomtemp: float = 1.0  # --randomtemp: temperature of that sampling
     cpu_only: bool = False  # --cpu-only: no OpenCL device
     gpus: tuple[int, ...] = ()  # --gpu (repeatable): OpenCL device ids; () = autodetect
+    backend: str = "auto"  # --backend (leelaz's): auto (as Leela Zero) or torch (CUDA ids)
     full_tuner: bool = False  # --full-tuner: exhaustive OpenCL tuning (implies tune_only)
     tune_only: bool = False  # --tune-only: tune OpenCL, then exit
     batchsize: int = 0  # --batchsize: max NN batch, 0 = pick (see batching.resolve_threads)

@@ -10,6 +10,10 @@ given, wrapped in a MultiDeviceBackend that splits each batch across them; a rep
 the first one's precision and tuning. Any failure (no platform, no device or a bad id, a build
 error) falls back to NumPy with a one-line reason on stderr; Leela Zero's own start-up lines
 (platform, device, precision; once per id) come from the OpenCL backend.
+`backend="torch"` (leelaz's --backend torch) asks for the PyTorch backend instead: on CUDA
+device N for --gpu N (one backend per id, split as above), cuda:0 without --gpu, the CPU with
+--cpu-only or without CUDA. It was asked for by name, so it never falls back: when it cannot
+run, BackendUnavailable says why (torch not installed, no CUDA for a --gpu id).
 Imports: backends (registry), backends.base, backends.multi_device, backends.choice_cache,
 numpy, stdlib; pyopencl only inside the functions that need it, so a machine without it still
 starts (and a start the cache answers never pays for importing it).
@@ -96,8 +100,9 @@ def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> f
 def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] | None = None,
                    precision: str = "auto", batch_size: int = 8, tune: str = "fast",
                    quiet: bool = False, selfcheck: float = 0.0, log=None,
-                   prefer: str | None = None) -> Backend:
-    """The backend to use, per the policy in the module docstring. Never raises for OpenCL.
+                   prefer: str | None = None, backend: str = "auto") -> Backend:
+    """The backend to use, per the policy in the module docstring. Never raises for OpenCL;
+    raises BackendUnavailable when `backend` is "torch" and PyTorch cannot run as asked.
 
     `prefer` ("numpy" or "opencl") is preferred_backend's answer when the caller already has
     it (the composition root asks first, to print the start-up lines of the backend that
@@ -108,6 +113,10 @@ def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] 
         elif not quiet:
             print(line, file=sys.stderr, flush=True)
 
+    if backend == "torch":
+        return _torch(weights, cpu_only, gpus, precision, quiet, say)
+    if backend not in ("auto", "opencl"):
+        raise ValueError(f"unknown backend choice {backend!r}")
     if cpu_only:
         return create_backend("numpy", weights)
     if not gpus:
@@ -181,6 +190,17 @@ def _describe(choice: dict, batch_size: int) -> str:
     if choice["backend"] == "opencl":
         return f"OpenCL CPU device {choice.get('device', '?')} beats NumPy ({timing}); using OpenCL"
     return f"OpenCL CPU device is slower than NumPy ({timing}); using the NumPy backend"
+
+
+def _torch(weights: NetWeights, cpu_only: bool, gpus: list[int] | None, precision: str,
+           quiet: bool, say) -> Backend:
+    """The PyTorch backend as the module docstring says; several --gpu ids: one per id."""
+    log = None if quiet else say
+    if cpu_only or not gpus or len(gpus) == 1:
+        return create_backend("torch", weights, gpus=gpus, cpu=cpu_only, precision=precision,
+                              quiet=quiet, log=log)
+    return MultiDeviceBackend([create_backend("torch", weights, gpus=[gpu], precision=precision,
+                                              quiet=quiet, log=log) for gpu in gpus])
 
 
 def _one_per_id(weights: NetWeights, gpus: list[int], precision: str, tune: str,

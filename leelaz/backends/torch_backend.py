@@ -119,16 +119,18 @@ class TorchBackend(Backend):
 
     def __init__(self, weights: NetWeights, device: str | None = None,
                  gpus: list[int] | None = None, precision: str = "auto", quiet: bool = False,
-                 cpu: bool = False, threads: int | None = None, **_options):
+                 cpu: bool = False, threads: int | None = None, log=None, **_options):
         """`device`: a torch device string ("cpu", "cuda:1"); without it, from `gpus`
         (--gpu ids: the first one) or `cpu` (see torch_device). `threads`: torch's CPU
-        threads (default: torch's own)."""
+        threads (default: torch's own). `log`: where the start-up line goes (default
+        stderr; nowhere when `quiet`)."""
         if torch is None:
             raise BackendUnavailable(INSTALL_HINT)
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be auto, single or half, not {precision!r}")
         self.weights = weights
         self.quiet = quiet
+        self._say = log
         try:
             self.device = torch.device(device or torch_device(gpus, cpu))
         except RuntimeError as e:
@@ -163,7 +165,9 @@ class TorchBackend(Backend):
     # ---- set-up ------------------------------------------------------------------------------
 
     def _log(self, line: str) -> None:
-        if not self.quiet:
+        if self._say is not None:
+            self._say(line)
+        elif not self.quiet:
             print(line, file=sys.stderr, flush=True)
 
     def _device_name(self) -> str:

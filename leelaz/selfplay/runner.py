@@ -68,7 +68,9 @@ class EngineSide:
 
     def __init__(self, weights_path: str, *, cpu_only: bool, gpus: tuple, precision: str,
                  batch_rows: int, full_tuner: bool = False, log=None, backend=None,
-                 max_batch: int = 0):
+                 max_batch: int = 0, network_backend: str = "auto"):
+        """`network_backend`: --backend's choice (auto: OpenCL or NumPy; torch)."""
+        from leelaz.backends.base import BackendUnavailable
         from leelaz.backends.device_choice import choose_backend
         from leelaz.backends.weights import WeightsError, load_weights
 
@@ -83,11 +85,14 @@ class EngineSide:
         if backend is not None:  # a stand-in (bench's instant network, tests)
             self.backend = backend(self.weights)
         else:
-            self.backend = choose_backend(self.weights, cpu_only=cpu_only,
-                                          gpus=list(gpus) or None, precision=precision,
-                                          batch_size=batch_rows,
-                                          tune="full" if full_tuner else "fast", quiet=True,
-                                          log=log)
+            try:
+                self.backend = choose_backend(self.weights, cpu_only=cpu_only,
+                                              gpus=list(gpus) or None, precision=precision,
+                                              batch_size=batch_rows,
+                                              tune="full" if full_tuner else "fast",
+                                              quiet=True, log=log, backend=network_backend)
+            except BackendUnavailable as exc:  # a backend asked for by name cannot run
+                raise SelfplayError(" ".join(str(exc).split())) from None
         # --batchsize caps a network call (sent as soon as that many rows wait); by default
         # every game's leaves of a group go together.
         groups = 2 if self.backend.asynchronous else 1
