@@ -199,7 +199,8 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
         seed=kw["seed"], seed_given=kw["seed"] is not None, noise=kw["noise"],
         dumbpass=kw["dumbpass"], randomcnt=kw["randomcnt"], randomvisits=kw["randomvisits"],
         randomtemp=kw["randomtemp"], cpu_only=kw["cpu_only"], gpus=tuple(kw["gpu"]),
-        backend=kw["backend"], full_tuner=kw["full_tuner"], tune_only=kw["tune_only"] or kw["full_tuner"],
+        network_backend=kw["backend"], full_tuner=kw["full_tuner"],
+        tune_only=kw["tune_only"] or kw["full_tuner"],
         batchsize=kw["batchsize"], precision=kw["precision"] or "auto",
         precision_given=kw["precision"] is not None, benchmark=kw["benchmark"],
         dyn_komi=dyn, command_line=argv)
@@ -337,7 +338,7 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
                              precision=cfg.precision, batch_size=batch,
                              tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
                              log=lambda line: say(line + "\n"), prefer=prefer,
-                             backend=cfg.backend)
+                             backend=cfg.network_backend)
     if backend.name == "numpy":
         say("Initializing CPU-only evaluation.\n")
     # The cache starts at the network's default size; lz-setoption re-splits memory later.
@@ -360,8 +361,9 @@ def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str]):
     Without --cpu-only and --gpu, device_choice decides (cached, or by racing an OpenCL CPU
     device against NumPy); when NumPy wins, the engine runs exactly as with --cpu-only: its
     thread count, its batch policy (batching.search_batch_size) and its start-up
-    lines. --tune-only always tunes OpenCL."""
-    if weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only or cfg.backend != "auto":
+    lines. --tune-only always tunes OpenCL; --backend torch is not OpenCL's choice."""
+    if (weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only
+            or cfg.network_backend != "auto"):
         return cfg, None
     from leelaz.backends.device_choice import preferred_backend
     prefer = preferred_backend(weights, search_batch_size(cfg), notes.append)

@@ -50,7 +50,7 @@ class EngineConfig:
     randomtemp: float = 1.0  # --randomtemp: temperature of that sampling
     cpu_only: bool = False  # --cpu-only: no OpenCL device
     gpus: tuple[int, ...] = ()  # --gpu (repeatable): OpenCL device ids; () = autodetect
-    backend: str = "auto"  # --backend (leelaz's): auto (as Leela Zero) or torch (CUDA ids)
+    network_backend: str = "auto"  # --backend (leelaz's): auto (as Leela Zero) or torch (CUDA ids)
     full_tuner: bool = False  # --full-tuner: exhaustive OpenCL tuning (implies tune_only)
     tune_only: bool = False  # --tune-only: tune OpenCL, then exit
     batchsize: int = 0  # --batchsize: max NN batch, 0 = pick (see batching.resolve_threads)

@@ -87,14 +87,16 @@ def ours(weights: str, *, seconds: float, visits: int, parallel: int, workers: i
 
 
 def backend_peak(weights: str, batch: int, *, seconds: float = 10.0, cpu_only: bool = False,
-                 gpus=(), precision: str = "auto") -> float:
+                 gpus=(), precision: str = "auto", backend: str = "auto") -> float:
     """The backend alone: evaluations/s at `batch` rows a call, two calls in flight (as the
     runner's two groups of games keep it), on random 0/1 planes."""
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.weights import load_weights
     net = load_weights(weights)
+    network_backend = backend
     backend = choose_backend(net, cpu_only=cpu_only, gpus=list(gpus) or None,
-                             precision=precision, batch_size=batch, quiet=True)
+                             precision=precision, batch_size=batch, quiet=True,
+                             backend=network_backend)
     planes = np.random.default_rng(1).integers(0, 2, (batch, 18, 19, 19)).astype(np.float32)
     backend.submit(planes).result()  # warm up (kernels built, buffers grown)
     done = 0
@@ -206,7 +208,8 @@ def bench_selfplay(weights: str, *, seconds: float = 60.0, visits: int = 1601,
         best = max(real, key=lambda r: r.moves_per_second)
         batch = max(1, round(best.mean_batch))
         rate = backend_peak(weights, batch, seconds=min(seconds, 15.0), cpu_only=cpu_only,
-                            gpus=gpus, precision=engine_options.get("precision", "auto"))
+                            gpus=gpus, precision=engine_options.get("precision", "auto"),
+                            backend=engine_options.get("network_backend") or "auto")
         reached = best.evaluations / best.seconds if best.seconds else 0.0
         say(f"backend alone at batch {batch} (one process): {rate:,.0f} evals/s; "
             f"{best.label} reached {reached:,.0f} evals/s ({100 * reached / rate:.0f}%)")

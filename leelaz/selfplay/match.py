@@ -117,10 +117,10 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
     rows = parallel * settings.leaves_per_batch
     side_a = EngineSide(weights_a, cpu_only=cfg.cpu_only, gpus=cfg.gpus,
                         precision=cfg.precision, batch_rows=rows, max_batch=cfg.batchsize,
-                        network_backend=cfg.backend)
+                        network_backend=cfg.network_backend)
     side_b = EngineSide(weights_b, cpu_only=cfg.cpu_only, gpus=cfg.gpus,
                         precision=cfg.precision, batch_rows=rows, max_batch=cfg.batchsize,
-                        network_backend=cfg.backend)
+                        network_backend=cfg.network_backend)
     in_flight = [0]
     params = settings.search_params()
     lookups = not cfg.noise and cfg.randomcnt == 0

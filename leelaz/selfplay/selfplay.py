@@ -120,7 +120,7 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
     side = EngineSide(weights, cpu_only=cfg.cpu_only, gpus=cfg.gpus, precision=cfg.precision,
                       batch_rows=parallel * settings.leaves_per_batch,
                       full_tuner=cfg.full_tuner, backend=backend, max_batch=cfg.batchsize,
-                      network_backend=cfg.backend)
+                      network_backend=cfg.network_backend)
     handed_out = [0]
 
     def next_job():

@@ -36,7 +36,7 @@ AUTOGTP_THREADS = 6
 #: Engine options accepted as keyword arguments (EngineConfig fields a search uses).
 ENGINE_OPTIONS = ("visits", "playouts", "resignpct", "noise", "randomcnt", "randomvisits",
                   "randomtemp", "dumbpass", "threads", "batchsize", "precision", "timemanage",
-                  "full_tuner", "backend")
+                  "full_tuner", "network_backend")
 
 
 @dataclass(frozen=True)

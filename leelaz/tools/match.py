@@ -39,6 +39,7 @@ import time
 
 import click
 
+from leelaz.config import BACKEND_CHOICES
 from leelaz.files import write_text_atomic
 from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
@@ -281,6 +282,8 @@ Examples:
               help="lz-gate: visits per move.")
 @click.option("--cpu-only", is_flag=True, help="lz-gate: NumPy, no OpenCL.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
+@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
+              help="lz-gate: auto (OpenCL, NumPy with --cpu-only) or torch (PyTorch, CUDA).")
 @click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
               help="lz-gate: run seed (game i's seed derives from it).")
 @click.option("--json", "as_json", is_flag=True, help="lz-gate: print the result as JSON.")
@@ -295,11 +298,12 @@ Examples:
 def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit, tally_dirs,
             komi, time_settings, setup1, setup2, referee, sgf_dir, log_dir, max_moves, timeout,
             move_timeout, sprt, preset, weights1, weights2, out_dir, parallel, visits,
-            cpu_only, gpu, seed, as_json, handicap, engine1_colour, more_dirs) -> int:
+            cpu_only, gpu, backend, seed, as_json, handicap, engine1_colour,
+            more_dirs) -> int:
     """Play a match between two GTP engines and report the score, Elo and an SPRT."""
     if preset == "lz-gate":
         return _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed,
-                     cpu_only, gpu, max_moves, as_json)
+                     cpu_only, gpu, max_moves, as_json, backend)
     if more_dirs and not tally_dirs:
         raise click.UsageError(f"unexpected argument {more_dirs[0]!r}")
     if not tally_dirs and not (engine1 and engine2):
@@ -325,7 +329,7 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
 
 
 def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_only, gpus,
-          max_moves, as_json) -> int:
+          max_moves, as_json, backend="auto") -> int:
     """--preset lz-gate: leelaz.selfplay.play_match (both sides leelaz networks, batched)."""
     import dataclasses
     import json
@@ -336,7 +340,8 @@ def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_
     try:
         result = play_match(weights1, weights2, out_dir, max_games=games, sprt=sprt,
                             visits=visits, parallel=parallel, seed=seed, cpu_only=cpu_only,
-                            gpus=tuple(gpus), progress=True, max_moves=max_moves)
+                            gpus=tuple(gpus), progress=True, max_moves=max_moves,
+                            network_backend=backend)
     except SelfplayError as exc:
         raise ToolError(str(exc)) from None
     if as_json:

@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from leelaz.config import PRECISION_CHOICES
+from leelaz.config import BACKEND_CHOICES, PRECISION_CHOICES
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
 from leelaz.tools import ToolError
@@ -55,6 +55,8 @@ class Interrupted(ToolError):
 @click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto")
 @click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
+@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
+              help="auto: OpenCL (NumPy with --cpu-only); torch: PyTorch on CUDA (--gpu ID).")
 @click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=None,
               help="Run seed: game i's seed derives from it (a rerun replays the games).")
 @click.option("--noponder", is_flag=True, help="Accepted for autogtp's command line; "
@@ -71,7 +73,7 @@ class Interrupted(ToolError):
                    "no-resign games.")
 def command(games, parallel, workers, out_dir, weights, visits, playouts, resignpct,
             randomcnt, noise, dumbpass, randomvisits, randomtemp, threads, batchsize,
-            precision, cpu_only, gpu, seed, noponder, no_resign_share, max_moves, seconds,
+            precision, cpu_only, gpu, backend, seed, noponder, no_resign_share, max_moves, seconds,
             quiet, resign_report) -> int:
     """Play self-play games with Leela Zero's self-play settings; write an SGF and a training
     chunk per game."""
@@ -102,7 +104,7 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
                                 playouts=playouts, resignpct=resignpct, randomcnt=randomcnt,
                                 noise=noise, dumbpass=dumbpass, randomvisits=randomvisits,
                                 randomtemp=randomtemp, threads=threads, batchsize=batchsize,
-                                precision=precision)
+                                precision=precision, network_backend=backend)
     except SelfplayError as exc:
         raise ToolError(str(exc)) from None
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ import sys
 
 import click
 
+from leelaz.config import BACKEND_CHOICES
 from leelaz.tools import ToolError
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
@@ -131,7 +132,8 @@ def _settings(opts: dict, executor) -> Settings:
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
                     workers=opts["workers"] or 1,
                     cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
-                    progress=not opts["quiet"], selfplay_only=opts["selfplay_only"])
+                    network_backend=opts.get("backend") or "auto", progress=not opts["quiet"],
+                    selfplay_only=opts["selfplay_only"])
 
 
 def status_table(run: RunDir) -> str:
@@ -199,6 +201,10 @@ def show_status(run: RunDir) -> int:
 @click.option("--cpu-only", is_flag=True, help="Self-play and matches without OpenCL.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
               help="OpenCL device(s) for self-play and matches (repeatable).")
+@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
+              show_default=True,
+              help="Self-play and matches: auto (OpenCL, NumPy with --cpu-only) or torch "
+                   "(PyTorch on CUDA --gpu ID).")
 @click.option("--selfplay-only", is_flag=True,
               help="Play the current generation's self-play games, then stop (throughput "
                    "measurements; the next run trains on them).")

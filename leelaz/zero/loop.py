@@ -57,6 +57,7 @@ class Settings:
     workers: int = 1  # self-play jobs at once
     cpu_only: bool = False
     gpus: tuple[int, ...] = ()
+    network_backend: str = "auto"  # --backend: auto (OpenCL/NumPy) or torch
     progress: bool = True
     selfplay_only: bool = False  # stop after the current generation's self-play
 
@@ -161,7 +162,7 @@ class ZeroLoop:
                       out_dir=str(folder / f"j{i:02d}"), games=games, visits=sp["visits"],
                       parallel=self.s.parallel, seed=self._seed(gen, i),
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
-                      max_moves=self.s.max_moves)
+                      max_moves=self.s.max_moves, network_backend=self.s.network_backend)
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
@@ -266,7 +267,7 @@ class ZeroLoop:
                       parallel=self.s.parallel, seed=self._seed(gen, 777),
                       shard=shard, shards=gate["shards"],
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
-                      max_moves=self.s.max_moves)
+                      max_moves=self.s.max_moves, network_backend=self.s.network_backend)
                  for shard in range(gate["shards"])]
         start = time.monotonic()
         bar = _Bar(gate["max_games"], f"gen {gen} match", 0, self.s.progress)

@@ -11,6 +11,7 @@ import os
 
 import click
 
+from leelaz.config import BACKEND_CHOICES
 from leelaz.selfplay.bench import bench_selfplay
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import CONTEXT, IntList, load_line, network_file, \
@@ -41,13 +42,17 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
 @click.option("--cpu-only", is_flag=True, help="Both engines on the CPU.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
 @click.option("--precision", type=click.Choice(["auto", "single", "half"]), default="auto")
+@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
+              show_default=True,
+              help="Ours (and the backend alone): auto (OpenCL, NumPy with --cpu-only) or torch "
+                   "(PyTorch on CUDA).")
 @click.option("--instant", is_flag=True,
               help="Also each configuration with a network that costs nothing (the host's "
                    "ceiling per process).")
 @click.option("--no-peak", is_flag=True,
               help="Skip the backend alone at the best configuration's mean batch.")
 def command(weights, seconds, visits, parallel, workers, threads, reference, reference_k,
-            reference_extra, cpu_only, gpu, precision, instant, no_peak) -> None:
+            reference_extra, cpu_only, gpu, precision, backend, instant, no_peak) -> None:
     """Self-play throughput: leelaz selfplay against Leela Zero 0.17 as autogtp runs it."""
     net = network_file(weights) if weights else os.path.normpath(SHIPPED)
     if reference is None:
@@ -60,6 +65,6 @@ def command(weights, seconds, visits, parallel, workers, threads, reference, ref
                           reference_k=reference_k if reference else (),
                           reference_extra=reference_extra, cpu_only=cpu_only, gpus=gpu,
                           instant=instant, peak=not no_peak, say=say, threads=threads,
-                          precision=precision)
+                          precision=precision, network_backend=backend)
     if not rows["ours"]:
         raise ToolError("nothing was measured")
