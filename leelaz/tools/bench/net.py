@@ -11,7 +11,9 @@ reference: the child's CPU time minus a start-up-only run's). With OpenCL: the F
 the Winograd products actually executed and of the direct convolution they stand for, the
 fraction of the device's peak (CUs x 128 lanes x 2 x clock for fp32 on an NVIDIA SM, CUs x
 4096 x clock when the tuner chose the tensor-core sgemm), and with --profile the device time
-per kernel of one forward pass at the largest batch.
+per kernel of one forward pass at the largest batch. With torch (--backend torch, PyTorch on
+CUDA --gpu ID or the CPU): the check against NumPy, and the FLOP rate of the direct
+convolutions (what cuDNN is asked to compute).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ import click
 import numpy as np
 
 from leelaz.tools import ToolError
-from leelaz.tools.bench.common import (CONTEXT, IntList, load_line, network_file, reference_binary, say,
-                                       table)
+from leelaz.tools.bench.common import (CONTEXT, IntList, load_line, network_file,
+                                       reference_binary, say, table)
 
 NETBENCH = re.compile(r"(\d+) evaluations in\s+([\d.]+) seconds -> (\d+) n/s")
 
@@ -107,7 +109,7 @@ def reference_netbench(binary: str, weights: str, threads: int,
 def _build(backend: str, weights, precision: str, options: dict):
     from leelaz.backends import BackendUnavailable, create_backend
 
-    if backend == "opencl":
+    if backend in ("opencl", "torch"):
         options = dict(options, precision=precision)
     try:
         return create_backend(backend, weights, **options)
@@ -137,25 +139,38 @@ def _opencl_notes(be, weights, name: str, precision: str, check: bool, profile: 
     return notes
 
 
+def _torch_notes(be, weights, name: str, check: bool) -> dict:
+    """The device and the check against NumPy."""
+    notes: dict = {"device": str(be.device), "precision": be.precision}
+    if check:
+        notes["policy_rel_err"], notes["value_abs_err"] = check_against_numpy(be, weights)
+        say(f"# {name} torch {be.precision} on {be.device}: vs NumPy policy rel err "
+            f"{notes['policy_rel_err']:.2e}, value abs err {notes['value_abs_err']:.2e}")
+    return notes
+
+
 @click.command("net", context_settings=CONTEXT)
 @click.option("-w", "--weights", "nets", multiple=True, metavar="FILE|BxF",
               help="Networks (repeat): files, or BLOCKSxFILTERS for a seeded random net. "
                    "Default: 6x128 and 10x128.")
-@click.option("--backend", type=click.Choice(["numpy", "opencl"]), default="numpy",
-              show_default=True)
+@click.option("--backend", type=click.Choice(["numpy", "opencl", "torch"]), default="numpy",
+              show_default=True, help="torch: PyTorch on CUDA (--gpu ID) or else the CPU.")
 @click.option("--precision", multiple=True, type=click.Choice(["single", "half", "auto"]),
-              help="OpenCL precisions (repeat; default single and half).")
+              help="OpenCL and torch precisions (repeat; default: OpenCL single and half, "
+                   "torch auto = half on CUDA, single on the CPU).")
 @click.option("--batches", type=IntList(), default="1,8,32", show_default=True,
               help="Batch sizes.")
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=5.0,
               show_default=True, help="Timing per batch size.")
 @click.option("--threads", type=click.IntRange(1, None), default=None,
-              help="NumPy backend worker threads (default: its own choice).")
+              help="NumPy backend worker threads, torch's CPU threads (default: their own "
+                   "choice).")
 @click.option("--tune", type=click.Choice(["none", "fast", "full"]), default="fast",
               show_default=True, help="OpenCL sgemm tuning.")
-@click.option("--gpu", multiple=True, type=int, help="OpenCL device ids (repeat).")
+@click.option("--gpu", multiple=True, type=int,
+              help="OpenCL device ids (repeat); torch: the CUDA device (the first id).")
 @click.option("--check/--no-check", default=True, show_default=True,
-              help="OpenCL: compare with the NumPy backend first.")
+              help="OpenCL and torch: compare with the NumPy backend first.")
 @click.option("--profile", is_flag=True, help="OpenCL: device time per kernel.")
 @click.option("--reference", default=None, metavar="PATH",
               help="The C++ Leela Zero 0.17 (default: the installed one, if any).")
@@ -172,12 +187,15 @@ def command(nets, backend, precision, batches, seconds, threads, tune, gpu, chec
 
     nets = nets or ("6x128", "10x128")
     batches = sorted(batches)
-    precisions = (precision or ("single", "half")) if backend == "opencl" else ("single",)
+    precisions = {"opencl": precision or ("single", "half"),
+                  "torch": precision or ("auto",)}.get(backend, ("single",))
     reference = None if no_reference else (reference or reference_binary())
     options = {"threads": threads} if threads and backend == "numpy" else {}
     if backend == "opencl":
         options = {"tune": tune, "batch_size": max(batches), "gpus": list(gpu) or None,
                    "quiet": True}
+    if backend == "torch":
+        options = {"gpus": list(gpu) or None, "quiet": True, "threads": threads}
     rows, records = [], []
     for spec in nets:
         path = network_file(spec)
@@ -186,12 +204,16 @@ def command(nets, backend, precision, batches, seconds, threads, tune, gpu, chec
         except WeightsError as exc:
             raise ToolError(str(exc)) from None
         name = f"{weights.blocks}x{weights.filters}"
-        wino, _ = conv_flops(weights)
+        wino, direct = conv_flops(weights)
+        flops = {"opencl": wino, "torch": direct}.get(backend)
         for prec in precisions:
             be = _build(backend, weights, prec, options)
-            notes = (_opencl_notes(be, weights, name, prec, check, profile, batches)
-                     if backend == "opencl" else {})
-            engine = backend if backend == "numpy" else f"opencl {prec}"
+            notes = {}
+            if backend == "opencl":
+                notes = _opencl_notes(be, weights, name, prec, check, profile, batches)
+            elif backend == "torch":
+                notes = _torch_notes(be, weights, name, check)
+            engine = backend if backend == "numpy" else f"{backend} {be.precision}"
             best: dict[int, tuple[float, float]] = {}
             ref_best = None
             for _ in range(rounds):
@@ -210,7 +232,7 @@ def command(nets, backend, precision, batches, seconds, threads, tune, gpu, chec
                                                                  max(ref_best[1], got[1]))
             for batch in batches:
                 rate, per_cpu = best[batch]
-                tflops = f"{rate * wino / 1e12:.2f}" if backend == "opencl" else ""
+                tflops = f"{rate * flops / 1e12:.2f}" if flops else ""
                 rows.append([name, engine, batch, rate, per_cpu, tflops])
                 records.append({"net": name, "engine": engine, "batch": batch,
                                 "evals_per_s": rate, "per_cpu_s": per_cpu, **notes})
@@ -220,8 +242,9 @@ def command(nets, backend, precision, batches, seconds, threads, tune, gpu, chec
                                 "evals_per_s": ref_best[0], "per_cpu_s": ref_best[1]})
             del be
     say(load_line())
-    header = ["net", "engine", "batch", "evals/s", "per CPU-s", "Winograd TFLOP/s"]
-    if backend != "opencl":
+    header = ["net", "engine", "batch", "evals/s", "per CPU-s",
+              "direct conv TFLOP/s" if backend == "torch" else "Winograd TFLOP/s"]
+    if backend == "numpy":
         header, rows = header[:-1], [row[:-1] for row in rows]
     say(table(header, rows))
     if json_path:
