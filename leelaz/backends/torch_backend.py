@@ -131,10 +131,11 @@ class TorchBackend(Backend):
         self.weights = weights
         self.quiet = quiet
         self._say = log
+        name = device or torch_device(gpus, cpu)
         try:
-            self.device = torch.device(device or torch_device(gpus, cpu))
+            self.device = torch.device(name)
         except RuntimeError as e:
-            raise BackendUnavailable(f"bad torch device {device!r}: {e}") from None
+            raise BackendUnavailable(f"bad torch device {name!r}: {e}") from None
         self.cuda = self.device.type == "cuda"
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise BackendUnavailable(f"{self.device} asked for, but this PyTorch "
