@@ -184,3 +184,31 @@ def test_without_torch_the_registry_says_what_to_install(small, monkeypatch):
     monkeypatch.setattr(torch_backend, "torch", None)
     with pytest.raises(BackendUnavailable, match=r"pip install 'leelaz\[torch\]'"):
         create_backend("torch", small)
+
+
+@pytest.mark.parametrize("precision", ["single", "half"])
+def test_cuda_submits_in_flight_match_numpy(shipped, precision):
+    """On a GPU only (the lead's run: `pytest tests/test_torch_backend.py -k cuda`): the
+    asynchronous path (pinned staging, the stream, padded rows, packed positions decoded on
+    the device) against NumPy, with several batches in flight at once."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA here (run on the GPU machine)")
+    backend = TorchBackend(shipped, device="cuda:0", precision=precision, quiet=True)
+    assert backend.asynchronous and backend.bucketed and backend.precision == precision
+    tolerance = {"single": 1e-4, "half": 5e-2}[precision]
+    reference = NumpyBackend(shipped)
+    jobs = []
+    for batch, seed in ((1, 1), (19, 2), (130, 3), (7, 4)):
+        states = positions(batch, seed=seed)
+        syms = [(i * 3 + seed) % 8 for i in range(batch)]
+        planes = input_planes_batch(states, np.zeros((batch, 18, 361), np.float32), syms)
+        planes = planes.reshape(batch, 18, 19, 19)
+        jobs.append((planes, backend.submit(planes),
+                     backend.submit_packed(packed_inputs(states, syms), batch)))
+    for planes, *pending in jobs:
+        want_p, want_v = reference.forward(planes)
+        for got in pending:
+            got_p, got_v = got.result()
+            assert got_p.dtype == np.float32 and got_p.shape == want_p.shape
+            assert rel_error(got_p, want_p) < tolerance
+            assert np.abs(got_v - want_v).max() < tolerance

@@ -15,8 +15,8 @@ is sensitive near +-1. The answer of a batch is one [B, 363] float32 array (362 
 value after (1 + tanh) / 2), one copy back to the host.
 
 Precision: "half" is fp16 weights and activations (channels_last, the layout cuDNN's tensor
-core kernels want); "auto" is half on CUDA and single on the CPU, where fp16 convolutions are
-slow and only the tests use it.
+core kernels want); "single" is float32 throughout (cuDNN's TF32 switched off); "auto" is half on CUDA and single on the CPU, where fp16
+convolutions are slow and only the tests use it.
 
 On CUDA, `submit` enqueues the upload, the pass and the read-back (into pinned memory) on the
 backend's own stream and returns: `result()` waits for an event. The search walks its trees
@@ -154,7 +154,12 @@ class TorchBackend(Backend):
         try:
             self._upload(weights)
             if self.cuda:
+                # Process-wide cuDNN settings (this backend is the process's only user of
+                # torch outside the trainer's own processes): an algorithm search per shape,
+                # and for single precision no TF32 (it keeps only fp16's mantissa).
                 torch.backends.cudnn.benchmark = True
+                if precision == "single":
+                    torch.backends.cudnn.allow_tf32 = False
                 self.stream = torch.cuda.Stream(self.device)
                 torch.cuda.synchronize(self.device)  # the weights are there for every stream
         except RuntimeError as e:  # CUDA out of memory, a broken driver, ...
@@ -261,7 +266,7 @@ class TorchBackend(Backend):
         host[:batch].numpy()[...] = planes
         if rows > batch:
             host[batch:].zero_()
-        return self._launch(lambda: host.to(self.device, non_blocking=True), batch)
+        return self._launch(lambda: host.to(self.device, non_blocking=True), batch, host)
 
     @property
     def accepts_packed_inputs(self) -> bool:
@@ -289,14 +294,16 @@ class TorchBackend(Backend):
             if rows == batch:
                 return built
             return torch.cat([built, built.new_zeros((rows - batch,) + built.shape[1:])])
-        return self._launch(planes, batch)
+        return self._launch(planes, batch, (host, komi))
 
     def _staging(self, shape, dtype):
         """A host tensor to upload from: pinned on CUDA (for an asynchronous copy)."""
         return torch.empty(shape, dtype=dtype, pin_memory=self.cuda)
 
-    def _launch(self, make_planes, batch: int):
-        """Run the pass on the device planes `make_planes()` gives; the pending answer."""
+    def _launch(self, make_planes, batch: int, staging):
+        """Run the pass on the device planes `make_planes()` gives; the pending answer,
+        which holds the `staging` host buffers until the batch is done (PyTorch's pinned
+        allocator would wait for their copies anyway; this keeps the rule visible here)."""
         if not self.cuda:
             with torch.inference_mode():
                 out = self._network(make_planes())[:batch].numpy()
@@ -307,7 +314,7 @@ class TorchBackend(Backend):
             host.copy_(out, non_blocking=True)
             done = torch.cuda.Event()
             done.record(self.stream)
-        return _Pending(host, done)
+        return _Pending(host, done, staging)
 
 
 def _split(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -322,12 +329,13 @@ def _empty() -> Done:
 class _Pending:
     """A batch under way on a CUDA stream: `result()` waits for its read-back."""
 
-    def __init__(self, host, event):
+    def __init__(self, host, event, staging):
         self.host = host
         self.event = event
+        self.staging = staging
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         if self.event is not None:
             self.event.synchronize()
-            self.event = None
+            self.event = self.staging = None
         return _split(self.host.numpy())
