@@ -56,7 +56,6 @@ _B = 19
 #: What to install when torch is missing (the extra in pyproject.toml).
 INSTALL_HINT = "PyTorch is not installed: pip install 'leelaz[torch]'"
 PRECISIONS = ("auto", "single", "half")
-RESULT_WIDTH = POLICY_OUTPUTS + 1
 
 
 def bucket_rows(batch: int) -> int:
@@ -92,7 +91,7 @@ def torch_device(gpus: list[int] | None = None, cpu: bool = False) -> str:
 
 def _symmetry_table() -> np.ndarray:
     """int64 [8, 361]: for symmetry s and input point y * 19 + x, the mailbox index of the
-    point it shows, as in_transform_boxes mirrors it (bit 4: transpose; 2: flip x; 1: flip y).
+    point it shows, as in_transform_boxes mirrors it (s & 4: transpose; s & 2: flip x; s & 1: flip y).
     The same mapping as nn/symmetry's table, written from the kernel's rule (so the packed
     tests compare two independent encodings)."""
     y, x = np.divmod(np.arange(BOARD_SQUARES), _B)
@@ -122,8 +121,8 @@ class TorchBackend(Backend):
                  cpu: bool = False, threads: int | None = None, log=None, **_options):
         """`device`: a torch device string ("cpu", "cuda:1"); without it, from `gpus`
         (--gpu ids: the first one) or `cpu` (see torch_device). `threads`: torch's CPU
-        threads (default: torch's own). `log`: where the start-up line goes (default
-        stderr; nowhere when `quiet`)."""
+        threads (default: torch's own). `log`: where the start-up line goes unless `quiet`
+        (default stderr)."""
         if torch is None:
             raise BackendUnavailable(INSTALL_HINT)
         if precision not in PRECISIONS:
@@ -171,9 +170,11 @@ class TorchBackend(Backend):
     # ---- set-up ------------------------------------------------------------------------------
 
     def _log(self, line: str) -> None:
+        if self.quiet:
+            return
         if self._say is not None:
             self._say(line)
-        elif not self.quiet:
+        else:
             print(line, file=sys.stderr, flush=True)
 
     def _device_name(self) -> str:
