@@ -15,8 +15,9 @@ is sensitive near +-1. The answer of a batch is one [B, 363] float32 array (362 
 value after (1 + tanh) / 2), one copy back to the host.
 
 Precision: "half" is fp16 weights and activations (channels_last, the layout cuDNN's tensor
-core kernels want); "single" is float32 throughout (cuDNN's TF32 switched off); "auto" is half on CUDA and single on the CPU, where fp16
-convolutions are slow and only the tests use it.
+core kernels want); "single" is float32 throughout (cuDNN's TF32 switched off); "auto" is
+half on CUDA and single on the CPU, where fp16 convolutions are slow and only the tests use
+it.
 
 On CUDA, `submit` enqueues the upload, the pass and the read-back (into pinned memory) on the
 backend's own stream and returns: `result()` waits for an event. The search walks its trees
@@ -91,8 +92,8 @@ def torch_device(gpus: list[int] | None = None, cpu: bool = False) -> str:
 
 def _symmetry_table() -> np.ndarray:
     """int64 [8, 361]: for symmetry s and input point y * 19 + x, the mailbox index of the
-    point it shows, as in_transform_boxes mirrors it (s & 4: transpose; s & 2: flip x; s & 1: flip y).
-    The same mapping as nn/symmetry's table, written from the kernel's rule (so the packed
+    point it shows, as in_transform_boxes mirrors it (s & 4: transpose; s & 2: flip x;
+    s & 1: flip y). The same mapping as nn/symmetry's table, written from the kernel's rule (so the packed
     tests compare two independent encodings)."""
     y, x = np.divmod(np.arange(BOARD_SQUARES), _B)
     table = np.empty((8, BOARD_SQUARES), np.int64)
