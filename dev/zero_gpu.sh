@@ -21,12 +21,12 @@
 #
 # Carry .whl/ (pyopencl wheels, cp312, as for dev/bench_gpu.sh). For `ray`, also Ray 2.60.0
 # (cp312) and the needs the GPU image may lack: its wheel (79 MB) does not fit one call's
-# 64 MiB, so it travels in two parts, `split -b 40M ray-2.60.0-cp312-*.whl ray.part-`:
-# .whl-ray1/ holds ray.part-aa and deps/ (msgpack, jsonschema and its needs, the aiohttp
-# helpers, multidict<7, packaging, filelock; `pip download --no-deps` for cp312 as
-# /work/.library/device/README.md says), .whl-ray2/ holds ray.part-ab. Carry .whl-ray1 in
-# one call and .whl-ray2 in the next (what a warm machine got in an earlier call stays):
-# the script joins the parts.
+# 64 MiB beside the rest, so it travels in parts, `split -b 36M ray-2.60.0-cp312-*.whl
+# ray.part-`: .whl-ray1/ holds ray.part-aa, .whl-ray2/ holds ray.part-ab, ray.part-ac and
+# deps/ (msgpack, jsonschema and its needs, the aiohttp helpers, multidict<7, packaging,
+# filelock; `pip download --no-deps` for cp312 as /work/.library/device/README.md says).
+# Carry .whl-ray1 in one call and .whl-ray2 in the next: every call copies what it carries
+# to /tmp/rayparts, which a warm machine keeps, and `ray` joins the parts.
 # Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (256 per generation),
 # WINDOW (768 games), STEPS (1500), BATCH (256), PARALLEL (64), WORKERS (4),
 # GENERATIONS (4), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
@@ -57,6 +57,7 @@ else
     --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
   export HOME=/tmp/zerohome; mkdir -p $HOME  # the OpenCL tuning cache, kept while warm
+  mkdir -p /tmp/rayparts && cp -r .whl-ray1/. .whl-ray2/. /tmp/rayparts/ 2>/dev/null  # kept while warm
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.cuda.is_available())'
 fi
@@ -116,11 +117,10 @@ EOF
     cp "$DIR/final-vs-start/result.json" "$OUT/final-vs-start.json" 2>/dev/null ;;
   ray)
     if [ "$LOCAL" != 1 ] && ! python3 -c 'import ray' 2>/dev/null; then
-      if [ -f .whl-ray1/ray.part-aa ] && [ -f .whl-ray2/ray.part-ab ]; then
-        cat .whl-ray1/ray.part-aa .whl-ray2/ray.part-ab \
-          > /tmp/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
+      if [ -f /tmp/rayparts/ray.part-aa ] && [ -f /tmp/rayparts/ray.part-ac ]; then
+        cat /tmp/rayparts/ray.part-* > /tmp/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target /tmp/site /tmp/ray-*.whl .whl-ray1/deps/*.whl || exit 1
+          --target /tmp/site /tmp/ray-*.whl /tmp/rayparts/deps/*.whl || exit 1
       else
         echo "no Ray: carry .whl-ray1/ and .whl-ray2/ (see the header)"; exit 1
       fi
