@@ -10,6 +10,7 @@ shipped net's few stones own the board. The match, colours, scoring and SPRT are
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -21,7 +22,7 @@ from paths import REPO
 from leelaz.backends.random_weights import random_tensors
 from leelaz.backends.weights_writer import write_weights
 from leelaz.selfplay import sprt
-from leelaz.selfplay.match import a_is_black, play_match, tally
+from leelaz.selfplay.match import a_is_black, play_match, sequential_decision, tally
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.tools import run_verb
 
@@ -87,13 +88,12 @@ def test_shipped_net_against_a_random_net_passes_h1(tmp_path, passing_net):
     result = play_match(SHIPPED, passing_net, out, max_games=400, visits=1, parallel=2,
                         seed=2, cpu_only=True, progress=False, max_moves=10)
     assert result.decision == sprt.H1
-    # the server passes on the LLR only after more than 100 games; the games in flight
-    # when it decided finish and count
-    assert 101 <= result.games <= 101 + 2
-    assert result.wins >= 67
+    # the server passes on the LLR only after more than 100 games: read in index order, an
+    # unbroken run of wins decides at game 101; the games in flight then finish and are kept
+    assert (result.games, result.wins) == (101, 101)
     assert _result_json(out)["decision"] == "H1"
     sgfs = [n for n in os.listdir(out) if n.endswith(".sgf")]
-    assert len(sgfs) == result.games
+    assert len(sgfs) == result.played <= 101 + 2
     # the shipped net won with either colour
     for n in sgfs:
         text = open(os.path.join(out, n)).read()
@@ -184,8 +184,10 @@ def test_three_shards_play_one_match_into_one_folder(tmp_path):
 def test_the_sprt_stop_is_the_whole_match(tmp_path):
     """A passes at every move, B never does: B's stones own the board when the game is scored
     after 10 moves, so A loses every game and the SPRT says H0 after a dozen. Three shards of
-    two games at once must stop together: at most the games in flight at the decision (5)
-    beyond it, where shards deciding alone would play until each had a dozen."""
+    two games at once must stop together, the decision falling at the same game in index
+    order as a one-process match's: a few games beyond it (those in flight, and those a shard
+    started while an earlier game was still out), where shards deciding alone would play
+    until each had a dozen (33 or more)."""
     a = _net(tmp_path / "passer.txt", 7, pass_bias=50.0)
     b = _net(tmp_path / "player.txt", 8, pass_bias=-50.0)
     out = str(tmp_path / "m")
@@ -194,13 +196,40 @@ def test_the_sprt_stop_is_the_whole_match(tmp_path):
                  resignpct=0)
     games = _recount(out)
     assert all(not a_won for _, a_won in games.values())
-    assert decided_at <= len(games) <= decided_at + 3 * 2 - 1, sorted(games)
+    assert decided_at <= len(games) <= decided_at + 2 * 3 * 2, sorted(games)
+    assert set(range(decided_at)) <= set(games)
     saved = _result_json(out)
     assert saved["decision"] == sprt.H0
-    assert (saved["wins"], saved["losses"], saved["games"]) == (0, len(games), len(games))
+    assert (saved["wins"], saved["losses"], saved["games"]) == (0, decided_at, decided_at)
+    assert saved["played"] == len(games)
     for index in games:  # A (the passer) placed no stone with either colour
         text = open(next(os.path.join(out, n) for n in os.listdir(out)
                          if n.startswith(f"{index:06d}-") and n.endswith(".sgf"))).read()
         own = "B" if index % 2 == 0 else "W"
         placed = [m for m in re.findall(rf";{own}\[([a-s]{{2}})\]", text)]
         assert not placed, (index, own, text)
+
+
+def _independent_llr(wins: int, losses: int) -> float:
+    """The server's LLR (zero-loop.md §3.3), written out here: no win or loss counts as 1."""
+    w, l = max(wins, 1), max(losses, 1)
+    n, s = w + l, max(wins, 1) / (max(wins, 1) + max(losses, 1))
+    s0, s1 = 0.5, 1 / (1 + 10 ** (-35 / 400))
+    return (s1 - s0) * (2 * s - s0 - s1) / (2 * s * (1 - s) / n)
+
+
+def test_sequential_decision_reads_games_in_index_order():
+    """The decision is the SPRT's along games 0, 1, 2, ... whatever order they finished in:
+    fast losses at high indices decide nothing while an earlier game is out."""
+    low = math.log(0.05 / 0.95)
+    first_h0 = next(n for n in range(1, 100) if _independent_llr(0, n) < low)
+    losses = {i: False for i in range(40)}
+    assert sequential_decision(losses) == (0, first_h0, sprt.H0)
+    # the same losses with game 3 still in flight: only 0..2 count
+    holed = {i: a for i, a in losses.items() if i != 3}
+    assert sequential_decision(holed) == (0, 3, None)
+    # wins first, then the losses that finished early: no decision on their count
+    mixed = {i: True for i in range(6)} | {i: False for i in range(7, 40)}
+    assert sequential_decision(mixed) == (6, 0, None)
+    # a game without a result is skipped, not a hole
+    assert sequential_decision({0: None, 1: False}) == (0, 1, None)

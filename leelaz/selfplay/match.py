@@ -14,8 +14,15 @@ on its workers): shard s plays the games `shard_of(i, W) == s` of 0..max_games-1
 games dealt round robin, so every shard plays both colours equally often and no two
 processes ever write the same game. Together they are exactly one match: before a shard
 starts a game it re-reads the folder (every shard's finished games), and once the SPRT has
-decided no shard starts another; games in flight finish and count (dropping them would favour
-the faster results). With W = 1 this is the single-process match.
+decided no shard starts another. With W = 1 this is the single-process match.
+
+The SPRT reads the games in their index order (`sequential_decision`), not in the order they
+finish: with many games in flight the first to finish are the short ones (a side resigning
+early), a biased sample, and a test on them can decide what the whole match would not (on
+the H100, 8 shards of 24 games stopped both gating matches of a run before their 250 games
+with no decision left once the games in flight were in: 106-96 and 102-100). Read in index order, the decision and the game at which it falls do not depend on
+timing or on the number of processes; games played past that point (in flight when it fell)
+are kept and reported (`played`), but do not change it.
 
 The folder holds `match.json` (the two networks and the settings; a resumed match must be the
 same match; published once, so W processes starting together agree or fail), one SGF per
@@ -59,6 +66,7 @@ class MatchResult:
     llr: float
     decision: str | None  # "H1" (A is stronger), "H0", or None (no decision yet)
     elo: float
+    played: int = 0  # finished games in the folder (more than `games` past a decision)
     weights_a: str = ""
     weights_b: str = ""
     seconds: float = 0.0
@@ -107,11 +115,11 @@ def play_match(weights_a: str, weights_b: str, out_dir: str, *, max_games: int,
 def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress, shard):
     folder = _FolderTally(store.folder)
     began = time.monotonic()
-    wins, losses, done = folder.read()
-    todo = [i for i in shard_indices(*shard, max_games) if i not in done]
-    result = _result(wins, losses, weights_a, weights_b)
-    if not todo or result.games >= max_games or (sprt and result.decision is not None):
-        return _publish(folder, weights_a, weights_b)
+    outcomes = folder.read_outcomes()
+    todo = [i for i in shard_indices(*shard, max_games) if i not in outcomes]
+    decided = sprt and sequential_decision(outcomes)[2] is not None
+    if not todo or len(outcomes) >= max_games or decided:
+        return _publish(folder, weights_a, weights_b, sprt)
     parallel = max(1, min(parallel, len(todo)))
     cfg = settings.engine
     rows = parallel * settings.leaves_per_batch
@@ -130,12 +138,12 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
         a slot frees, so a decision by any shard stops every shard's new games."""
         if not todo:
             return None
-        wins, losses, done = folder.read()
-        if sprt and sprt_rule.decide(wins, losses) is not None:
+        outcomes = folder.read_outcomes()
+        if sprt and sequential_decision(outcomes)[2] is not None:
             return None
-        while todo and todo[0] in done:  # only an earlier try of this shard still running
+        while todo and todo[0] in outcomes:  # only an earlier try of this shard still running
             todo.pop(0)
-        if not todo or wins + losses + in_flight[0] >= max_games:
+        if not todo or len(outcomes) + in_flight[0] >= max_games:
             return None
         in_flight[0] += 1
         return todo.pop(0)
@@ -160,7 +168,7 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
                                 f"{exc.strerror or exc}") from None
         in_flight[0] -= 1
         a_won = (game.winner == BLACK) == a_is_black(index)
-        now = _publish(folder, weights_a, weights_b)
+        now = _publish(folder, weights_a, weights_b, sprt)
         if progress:
             warn(f"game {now.games}: {'A' if a_won else 'B'} won ({game.result}); "
                  f"{now.line()}")
@@ -169,7 +177,7 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
 
     runner = GameRunner(parallel, next_job, new_game, commit, [side_a, side_b])
     stats = runner.run()
-    return _publish(folder, weights_a, weights_b, seconds=time.monotonic() - began,
+    return _publish(folder, weights_a, weights_b, sprt, seconds=time.monotonic() - began,
                     moves=stats.moves)
 
 
@@ -191,8 +199,31 @@ def shard_indices(shard: int, shards: int, max_games: int) -> list[int]:
 
 def tally(folder: str) -> tuple[int, int]:
     """(A's wins, A's losses) over the finished games in a match folder."""
-    wins, losses, _done = _FolderTally(folder).read()
-    return wins, losses
+    outcomes = _FolderTally(folder).read_outcomes()
+    return _count(outcomes.values())
+
+
+def sequential_decision(outcomes: dict[int, bool | None]) -> tuple[int, int, str | None]:
+    """(A's wins, A's losses, decision) of the SPRT read along games 0, 1, 2, ... in index
+    order, up to the first game not finished yet: the first decision met, with the count at
+    that game, else the count of that prefix and None. Games without a result are skipped."""
+    wins = losses = 0
+    index = 0
+    while index in outcomes:
+        a_won = outcomes[index]
+        index += 1
+        if a_won is None:
+            continue
+        wins, losses = wins + a_won, losses + (not a_won)
+        decision = sprt_rule.decide(wins, losses)
+        if decision is not None:
+            return wins, losses, decision
+    return wins, losses, None
+
+
+def _count(a_won_values) -> tuple[int, int]:
+    values = list(a_won_values)
+    return sum(1 for v in values if v is True), sum(1 for v in values if v is False)
 
 
 class _FolderTally:
@@ -203,8 +234,8 @@ class _FolderTally:
         self.folder = folder
         self._seen: dict[str, tuple[int, bool | None]] = {}  # name -> (index, A won)
 
-    def read(self) -> tuple[int, int, set[int]]:
-        """(A's wins, A's losses, the indices of the finished games); an index counts once."""
+    def read_outcomes(self) -> dict[int, bool | None]:
+        """Finished game index -> A won (None: no result); an index counts once."""
         names = sorted(n for n in os.listdir(self.folder)
                        if n.endswith(".sgf") and _INDEX.match(n))
         outcome: dict[int, bool | None] = {}
@@ -213,9 +244,7 @@ class _FolderTally:
                 self._seen[name] = self._parse(name)
             index, a_won = self._seen[name]
             outcome.setdefault(index, a_won)
-        wins = sum(1 for a_won in outcome.values() if a_won is True)
-        losses = sum(1 for a_won in outcome.values() if a_won is False)
-        return wins, losses, set(outcome)
+        return outcome
 
     def _parse(self, name: str) -> tuple[int, bool | None]:
         index = int(_INDEX.match(name).group(1))
@@ -226,14 +255,23 @@ class _FolderTally:
         return index, (found.group(1) == "B") == a_is_black(index)
 
 
-def _publish(folder: _FolderTally, weights_a, weights_b, seconds: float = 0.0,
+def _publish(folder: _FolderTally, weights_a, weights_b, sprt: bool, seconds: float = 0.0,
              moves: int = 0) -> MatchResult:
     """The folder's result (every shard's games), written to result.json. Under the folder's
-    lock: the writes follow the reads in order, so the last one holds every game."""
+    lock: the writes follow the reads in order, so the last one holds every game.
+
+    With the SPRT, a decision stands with the games up to it (`sequential_decision`);
+    without one (or without the SPRT) the result is every finished game's."""
     with open(os.path.join(folder.folder, ".result.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        wins, losses, _done = folder.read()
+        outcomes = folder.read_outcomes()
+        wins, losses, decision = sequential_decision(outcomes) if sprt else (0, 0, None)
+        if decision is None:
+            wins, losses = _count(outcomes.values())
         result = _result(wins, losses, weights_a, weights_b)
+        if sprt:
+            result.decision = decision  # a total past a game still in flight decides nothing
+        result.played = len(outcomes)
         result.seconds, result.moves = seconds, moves
         _write_result(folder.folder, result)
     return result

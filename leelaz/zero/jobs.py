@@ -77,7 +77,7 @@ def match_job(spec: dict) -> dict:
                         **_optional(spec, "max_moves", "network_backend"))
     return {"wins": int(result.wins), "losses": int(result.losses), "draws": int(result.draws),
             "games": int(result.games), "llr": float(result.llr), "decision": result.decision,
-            "moves": int(getattr(result, "moves", 0))}
+            "played": int(result.played), "moves": int(getattr(result, "moves", 0))}
 
 
 def train_job(spec: dict) -> dict:

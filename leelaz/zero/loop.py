@@ -278,16 +278,19 @@ class ZeroLoop:
             results = self.executor.run("match", specs, tick=tick)
         finally:
             bar.close()
-        # Each job returns the folder's tally when it ended; the folder only gains games, so
-        # the one with the most games is the last, which holds every job's games.
-        result = dict(max(results, key=lambda r: r["games"]))
+        # Each job returns the folder's result when it ended; the folder only gains games, so
+        # the one that saw the most is the last, which holds every job's games.
+        result = dict(max(results, key=lambda r: (r.get("played", r["games"]), r["games"])))
         result["moves"] = sum(r.get("moves", 0) for r in results)
         gate.update(result, done=True, seconds=gate["seconds"] + time.monotonic() - start)
         self.run.save_generation(record)
         self.say(f"generation {gen}: match {result['wins']}-{result['losses']}"
                  f"{'-%d' % result['draws'] if result['draws'] else ''} in "
                  f"{result['games']} games, LLR {result['llr']:.2f}, "
-                 f"decision {result['decision'] or 'none'}")
+                 f"decision {result['decision'] or 'none'}"
+                 + (f" ({result['played']} games played: the decision fell at game "
+                    f"{result['games']} in their order)"
+                    if result.get("played", 0) > result["games"] else ""))
 
     # ---- 4. promotion ---------------------------------------------------------------------
     def promote(self, record: dict) -> None:
