@@ -279,6 +279,58 @@ def test_root_selector_chooses_exactly_like_select_child(seed, reused):
                     root.update(0.5)
 
 
+@pytest.mark.parametrize("seed, reused", [(11, False), (12, True), (13, True)])
+def test_noncontenders_counted_from_the_touched_children_as_from_all(seed, reused):
+    """timemanage.count_noncontenders (no_pruning mode, from the RootSelector's touched
+    children) gives prune_noncontenders' count over every child, for any playouts left,
+    through a search's worth of selections, backups, pending virtual loss and repeats."""
+    import random
+
+    from leelaz.game.coords import ALL_VERTICES
+    from leelaz.search.node import RootSelector
+    from leelaz.search.timemanage import count_noncontenders, prune_noncontenders
+
+    rng = random.Random(seed)
+    moves = list(ALL_VERTICES[:150])
+    pol = np.zeros(362, dtype=np.float32)
+    for i in range(150):
+        pol[i] = rng.choice([0.001, 0.01, 0.05, rng.random() / 10])
+    root = UCTNode()
+    root.create_children(moves, pol, True, 0.5)
+    root.inflate_all()
+    root.update(0.5)
+    if reused:
+        for c in rng.sample(root.children, 20):
+            for _ in range(rng.randrange(1, 30)):
+                value = rng.random()
+                c.update(value)
+                root.update(value)
+        rng.choice([c for c in root.children if c.visits]).status = INVALID
+    selector = RootSelector(root)
+    checked = set()
+    for step in range(600):
+        color = BLACK if (step // 50) % 2 else WHITE
+        got = selector.select(root, color, 0.25, C_PUCT, LOG_PUCT, LOG_CONST)
+        if got is None:
+            break
+        roll = rng.random()
+        if roll < 0.05:
+            got.status = INVALID  # a repetition found on the way down
+        elif roll < 0.15:
+            got.virtual_loss += 3  # still pending
+        else:
+            value = rng.choice([0.0, 1.0, rng.random(), rng.random()])
+            got.update(value)
+            root.update(value)
+        selector.forget_scores()
+        for left in (0, 1, 5, rng.randrange(0, 60), 10**6):
+            expected = prune_noncontenders(root, color, left, False)
+            assert count_noncontenders(selector.touched_children(), selector.untouched_left(),
+                                       color, left) == expected, (step, left)
+            checked.add(expected)
+    assert len(checked) > 20  # the counts went through many values
+
+
 @pytest.mark.parametrize("seed", [6, 7, 8])
 def test_root_selector_keeps_exact_scores_through_a_collection(seed):
     """The search's pattern: batches of descents with one colour, each leaving virtual loss

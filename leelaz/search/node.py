@@ -396,6 +396,16 @@ class RootSelector:
         """Score every touched child again at the next selection."""
         self.scored_for = None
 
+    def touched_children(self) -> list[UCTNode]:
+        """The root children ever selected, or with visits, virtual loss or INVALID when the
+        selector was made: every child that can have visits or be INVALID (the others have
+        neither: only a selected child is visited, or found to repeat a position)."""
+        return [c for _, c in self.touched]
+
+    def untouched_left(self) -> int:
+        """How many root children are not among `touched_children`."""
+        return len(self.untouched) - self.start
+
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
                log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
         touched = self.touched
