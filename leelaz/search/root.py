@@ -70,15 +70,23 @@ def prepare_root(run: SearchRun) -> None:
     run.log(f"NN eval={root.net_eval_for(color):f}\n")
     root.inflate_all()
     kept = []
+    seen = root_state.seen_positions()
+    board = root_state.board
     for child in root.children:
         if child.move != PASS:
-            st = root_state.copy()
-            st.play(color, child.move)
-            if st.superko():
+            # What `root_state.copy()`, `play` and `superko()` would find, without copying
+            # the game's history for every child: the position after the move repeats one
+            # of the game's (`seen`: every position so far, this one included). A reused
+            # tree's child keeps that position already (made by the same copy and play).
+            after = child.board
+            if after is None:
+                after = board.copy()
+                after.play_move(color, child.move)
+            if after.ko_hash in seen:
                 continue
             if child.board is None and run.boards_left > 0:  # the descents' first step
                 run.boards_left -= 1
-                child.board = st.board
+                child.board = after
         if child.status == INVALID:
             child.status = ACTIVE
         kept.append(child)
@@ -87,7 +95,7 @@ def prepare_root(run: SearchRun) -> None:
             and not r.is_allowed(color, PASS, root_state.move_num)):
         kept = [c for c in kept if c.move != PASS]
     root.children = kept
-    run.seen = root_state.seen_positions()
+    run.seen = seen
     if run.params.noise:
         dirichlet_noise(root, run.rng, run.params.dirichlet_alpha, run.params.dirichlet_epsilon)
 
