@@ -139,3 +139,54 @@ def test_a_driver_with_the_runs_own_stopping_rules_plays_the_games_think_plays()
             state.play(state.to_move, result.move)
         assert got == expected
     assert any(root < visits for p in played for _, _, root in p), played  # stopped early
+
+
+def _children_signature(search: UCTSearch) -> list:
+    """Every node's statistics and all its children's moves and priors, compact ones too."""
+    out = []
+    for node in _nodes(search.root):
+        out.append((node.move, node.visits, node.black_wins, node.m2, node.net_eval,
+                    node.expanded, node.children_moves(),
+                    [c.prior for c in node.children] + list(node._priors)))
+    return out
+
+
+def test_leaves_of_several_runs_expanded_together_give_apply_s_trees():
+    """expand_together (self-play's one expansion call per round) then apply, for three
+    games with their own submits, one of them with --dumbpass (its own expand_batch call):
+    the same trees, node counts, moves and playouts as think() on each game."""
+    from leelaz.search.run import expand_together
+
+    games = [(position("D4 Q16"), BLACK, False), (position("Q4 D16 C3"), WHITE, True),
+             (position("C3"), WHITE, False)]
+
+    def game_params(dumbpass):
+        return SearchParams(max_visits=VISITS, batch_size=BATCH, visits_per_pending_leaf=0,
+                            quiet=True, timemanage="off", dumbpass=dumbpass)
+
+    network = HashEvaluator(seed=4)
+    searches = [UCTSearch(network, game_params(dumbpass), rng=2) for _, _, dumbpass in games]
+    runs = [search.start(state, color) for search, (state, color, _) in zip(searches, games)]
+    for run in runs:
+        run.prepare()
+    together = 0
+    while any(run.root.visits < VISITS for run in runs):
+        live = [run for run in runs if run.root.visits < VISITS]
+        batches = [run.collect(min(BATCH, VISITS - run.root.visits)) for run in live]
+        pairs = []
+        for run, batch in zip(live, batches):
+            if batch.leaves:
+                run.submit(batch)
+                pairs.append((run, batch))
+        expand_together(pairs)
+        together += sum(batch.values is not None for _, batch in pairs)
+        for run, batch in pairs:
+            run.apply(batch)
+    results = [search.finish(run) for search, run in zip(searches, runs)]
+    assert together > 20
+    for (state, color, dumbpass), search, result in zip(games, searches, results):
+        alone = UCTSearch(HashEvaluator(seed=4), game_params(dumbpass), rng=2)
+        expected = alone.think(state, color, time_limit_cs=10**6, use_clock=False)
+        assert (result.move, result.playouts) == (expected.move, expected.playouts)
+        assert search.nodes == alone.nodes
+        assert _children_signature(search) == _children_signature(alone)

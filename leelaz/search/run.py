@@ -101,7 +101,7 @@ class LeafBatch:
     children, no value); done: terminal playouts already backed up during the collection;
     ratio: the expansion's prior cut-off when it was collected (memory pressure)."""
 
-    __slots__ = ("leaves", "done", "ratio", "pending", "symmetries")
+    __slots__ = ("leaves", "done", "ratio", "pending", "symmetries", "values")
 
     def __init__(self, leaves: list, done: int, ratio: float):
         self.leaves = leaves
@@ -109,6 +109,7 @@ class LeafBatch:
         self.ratio = ratio
         self.pending = None
         self.symmetries = None  # each leaf's, when the run chose them (dynamic komi)
+        self.values = None  # each leaf's value once expanded by `expand_together`
 
     @property
     def states(self) -> list:
@@ -341,7 +342,17 @@ class SearchRun:
                 node.virtual_loss -= vl
 
     def apply(self, batch: LeafBatch) -> None:
-        """Wait for the submitted batch's evaluations, then expand and back up."""
+        """Wait for the submitted batch's evaluations, then expand and back up (only back
+        up when `expand_together` has expanded the batch already)."""
+        if batch.values is not None:
+            self._backup_leaves(batch.leaves, batch.values, ())
+            return
+        self._expand_and_backup(batch.leaves, self._evaluations(batch), batch.ratio,
+                                batch.symmetries)
+
+    def _evaluations(self, batch: LeafBatch) -> list:
+        """Wait for the submitted batch's evaluations (a failure takes its virtual loss off)
+        and keep the time per leaf."""
         pending = batch.pending
         try:
             evals = pending.result()
@@ -352,7 +363,15 @@ class SearchRun:
         per_leaf = pending.seconds / len(batch.leaves)
         self.leaf_seconds = per_leaf if not self.leaf_seconds else \
             0.8 * self.leaf_seconds + 0.2 * per_leaf
-        self._expand_and_backup(batch.leaves, evals, batch.ratio, batch.symmetries)
+        return evals
+
+    def expands_plainly(self, batch: LeafBatch) -> bool:
+        """Whether `apply` would expand every leaf of `batch` through `expand_batch`: new
+        leaves only, no memory pressure, no move restrictions, no dynamic komi."""
+        restrictions = self.restrictions
+        return (batch.ratio <= 0.0 and self.dynamic_komi is None
+                and (restrictions is None or not restrictions.has_move_restrictions)
+                and all(kind == _LEAF for _, _, kind in batch.leaves))
 
     def apply_evaluations(self, batch: LeafBatch, evals) -> None:
         """Expand each leaf from its evaluation (in the order of `batch.states`) and back its
@@ -366,7 +385,6 @@ class SearchRun:
 
     def _expand_and_backup(self, leaves, evals, ratio: float, symmetries=None) -> None:
         """Hot path: every leaf of a batch expanded, its value backed up."""
-        vl = self.params.virtual_loss
         restrictions = self.restrictions
         if ratio <= 0.0 and (restrictions is None or not restrictions.has_move_restrictions):
             values = self._expand_leaves(leaves, evals)
@@ -375,6 +393,13 @@ class SearchRun:
                       for (path, st, _), ev in zip(leaves, evals)]
         dk = self.dynamic_komi
         skip = dk.take_leaves(leaves, evals, symmetries, _LEAF) if dk is not None else ()
+        self._backup_leaves(leaves, values, skip)
+
+    def _backup_leaves(self, leaves, values, skip) -> None:
+        """Back up each new leaf's value (not those in `skip`); take the virtual loss of the
+        others off (hot path)."""
+        vl = self.params.virtual_loss
+        dk = self.dynamic_komi
         for i, ((path, _, kind), value) in enumerate(zip(leaves, values)):
             if kind == _LEAF and i not in skip:
                 backup(path, value, vl)
@@ -520,6 +545,37 @@ class SearchRun:
         win = 100.0 * root.raw_eval(color) if root.visits else 0.0
         pv = stats.pv_text(stats.principal_variation(root, color, self.params.lcb_min_visit_ratio))
         self.log(f"Playouts: {self.playouts}, Win: {win:5.2f}%, PV: {pv}\n")
+
+
+def expand_together(runs_batches) -> None:
+    """Wait for the evaluations of several runs' submitted batches and expand their leaves
+    in one `expand_batch` call (hot path: self-play, once per round for every game of a
+    group); `apply` then only backs up. A batch `apply` would not expand plainly (see
+    `SearchRun.expands_plainly`) is left to `apply`.
+
+    Why: `expand_batch` costs a dozen numpy calls whatever its size, which for the few
+    leaves of one game's batch (6 in self-play) was most of its cost; for a hundred games'
+    batches the same calls serve all of them. Each row is computed on its own, so each
+    leaf gets exactly the children `apply` would give it (tests/test_search_run.py)."""
+    by_dumbpass: dict[bool, list] = {}
+    for run, batch in runs_batches:
+        if batch.values is None and batch.leaves and run.expands_plainly(batch):
+            evals = run._evaluations(batch)
+            by_dumbpass.setdefault(run.params.dumbpass, []).append((run, batch, evals))
+    for dumbpass, members in by_dumbpass.items():
+        nodes, states, evals = [], [], []
+        for _, batch, batch_evals in members:
+            for path, st, _ in batch.leaves:
+                nodes.append(path[-1])
+                states.append(st)
+            evals += batch_evals
+        values, _ = expand_batch(nodes, states, evals, dumbpass)
+        start = 0
+        for run, batch, _ in members:
+            end = start + len(batch.leaves)
+            batch.values = values[start:end]
+            run.nodes += sum([node.child_count() for node in nodes[start:end]])
+            start = end
 
 
 def _check_count(evals, leaves) -> None:

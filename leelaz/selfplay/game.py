@@ -32,7 +32,7 @@ from leelaz.game.state import GameState
 from leelaz.game.timecontrol import TimeControl
 from leelaz.nn.network import Network
 from leelaz.search.params import UNLIMITED
-from leelaz.search.run import Progress
+from leelaz.search.run import Progress, expand_together
 from leelaz.search.search import UCTSearch
 from leelaz.training.recorder import TrainingRecorder
 
@@ -106,6 +106,17 @@ class GameInPlay:
         self._waiting = None  # what waits for the round's call: its root or a LeafBatch
         for player in {id(p): p for p in players.values()}.values():
             player.search.reset()
+
+    @staticmethod
+    def expand_waiting(games) -> None:
+        """Expand the leaves that the games' searches wait to expand, all in one call
+        (search.run.expand_together), before the games `advance` in turn: hot path, once
+        per round. Each game's network is its own, so taking its answer before the games
+        before it have advanced changes nothing."""
+        pairs = [(game._run, game._waiting) for game in games
+                 if game._searching and game._waiting is not None]
+        if pairs:
+            expand_together(pairs)
 
     def advance(self) -> FinishedGame | None:
         """The game's part of a round: take the evaluations of the last round's call, then

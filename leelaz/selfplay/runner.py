@@ -189,6 +189,7 @@ class GameRunner:
             polled = time.monotonic()
             while any(slots) and not self._halted:
                 for group, members in enumerate(slots):
+                    GameInPlay.expand_waiting([s.game for s in members])
                     members[:] = [s for s in (self._advance(s, group) for s in members)
                                   if s is not None]
                     for side in self.sides:
