@@ -387,6 +387,29 @@ def test_root_selector_keeps_exact_scores_through_a_collection(seed):
     assert checked > 500
 
 
+def test_child_scores_is_child_score_of_each_child():
+    """node.child_scores (the selectors' rescoring loop) is child_score child by child, to
+    the last bit: visited, pending, fresh, PRUNED and INVALID children, both colours."""
+    import random
+
+    from leelaz.search.node import child_score, child_scores
+
+    rng = random.Random(3)
+    children = []
+    for i in range(200):
+        c = UCTNode(i, rng.choice([0.0, 0.001, rng.random()]))
+        for _ in range(rng.choice([0, 0, 1, 5])):
+            c.update(rng.random())
+        c.virtual_loss = rng.choice([0, 0, 3, 6])
+        c.status = rng.choice([ACTIVE, ACTIVE, ACTIVE, PRUNED, INVALID])
+        children.append(c)
+    for white in (False, True):
+        terms = (rng.random(), 3 * rng.random(), rng.choice([0.0, 0.25]), white)
+        expected = [child_score(c, *terms) for c in children]
+        assert child_scores(children, *terms) == expected
+        assert len(set(expected)) > 50
+
+
 def test_backup_is_update_inlined():
     """search.node.backup repeats UCTNode.update for a whole path (hot path): the same
     visits, wins and M2, to the last bit, and the virtual loss taken off."""
