@@ -451,7 +451,9 @@ class SearchRun:
         vl = p.virtual_loss
         c_puct, log_puct, log_const = p.c_puct, p.log_puct, p.log_const
         fpu = p.root_fpu_reduction()
+        inner_fpu = p.fpu_reduction  # below the root
         dynamic_fpu = p.dynamic_fpu
+        big = KEPT_SCORES_CHILDREN
         root_state = self.root_state
         node = root = self.root
         node.virtual_loss += vl
@@ -475,7 +477,7 @@ class SearchRun:
             if node is root:
                 child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
                                                   log_const, dynamic_fpu)
-            elif len(node.children) >= KEPT_SCORES_CHILDREN:
+            elif len(node.children) >= big:
                 scores = kept.get(id(node))
                 if scores is None:
                     scores = kept[id(node)] = ChildScores()
@@ -504,7 +506,7 @@ class SearchRun:
             path.append(child)
             node = child
             color = 1 - color
-            fpu = p.fpu_reduction
+            fpu = inner_fpu
 
     def _repeats(self, ko_hash: int, boards) -> bool:
         """Positional superko for a new position below the root (whose game is `seen`)."""
