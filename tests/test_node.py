@@ -288,7 +288,8 @@ def test_noncontenders_counted_from_the_touched_children_as_from_all(seed, reuse
 
     from leelaz.game.coords import ALL_VERTICES
     from leelaz.search.node import RootSelector
-    from leelaz.search.timemanage import count_noncontenders, prune_noncontenders
+    from leelaz.search.timemanage import (count_noncontenders, prune_noncontenders,
+                                          two_contenders_by_visits)
 
     rng = random.Random(seed)
     moves = list(ALL_VERTICES[:150])
@@ -307,7 +308,7 @@ def test_noncontenders_counted_from_the_touched_children_as_from_all(seed, reuse
                 root.update(value)
         rng.choice([c for c in root.children if c.visits]).status = INVALID
     selector = RootSelector(root)
-    checked = set()
+    checked, shortcuts = set(), set()
     for step in range(600):
         color = BLACK if (step // 50) % 2 else WHITE
         got = selector.select(root, color, 0.25, C_PUCT, LOG_PUCT, LOG_CONST)
@@ -328,7 +329,14 @@ def test_noncontenders_counted_from_the_touched_children_as_from_all(seed, reuse
             assert count_noncontenders(selector.touched_children(), selector.untouched_left(),
                                        color, left) == expected, (step, left)
             checked.add(expected)
+            two = two_contenders_by_visits(selector.touched_children(), left)
+            visits = sorted(c.visits for c in root.children if c.status != INVALID)
+            assert two == (visits[-2] > 0 and visits[-2] >= visits[-1] - left)
+            if two:  # the early stop's shortcut: the search goes on whatever the count says
+                assert expected < len(root.children) - 1
+            shortcuts.add(two)
     assert len(checked) > 20  # the counts went through many values
+    assert shortcuts == {False, True}
 
 
 @pytest.mark.parametrize("seed", [6, 7, 8])

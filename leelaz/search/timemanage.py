@@ -2,7 +2,7 @@
 prune_noncontenders and est_playouts_left; reference §3.7).
 
 Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `count_noncontenders`,
-`EarlyStop` (with `have_alternate_moves`).
+`two_contenders_by_visits`, `EarlyStop` (with `have_alternate_moves`).
 Imports: game.coords, search.lcb, search.node, search.params.
 
 Modes (--timemanage): `off` never stops early and spreads the clock over 72 moves instead of
@@ -104,6 +104,23 @@ def count_noncontenders(touched, untouched: int, color: int, left: int) -> int:
     return pruned
 
 
+def two_contenders_by_visits(children, left: int) -> bool:
+    """Whether two valid `children` have at least (most visits - `left`) visits each, the
+    most being that of `children`, which must hold every root child with visits (the root
+    selector's touched ones). Then prune_noncontenders counts at most len(root.children) - 2
+    non-contenders, whatever the LCBs: the search goes on, and the LCBs (a t quantile and a
+    square root per visited child, after every batch) need not be worked out."""
+    first = second = 0
+    for c in children:
+        n = c.visits
+        if n > second and c.status != INVALID:
+            if n > first:
+                first, second = n, first
+            else:
+                second = n
+    return second > 0 and second >= first - left
+
+
 def _contention(children, white: bool) -> tuple[int, float]:
     """(the most visits of a valid child, the best LCB of the valid children with at least
     two visits, from 0): what a child must reach to stay a contender."""
@@ -158,8 +175,10 @@ class EarlyStop:
         if prune or selector is None:
             pruned = prune_noncontenders(root, color, left, prune)
         else:  # counted from the children the root's selection has touched
-            pruned = count_noncontenders(selector.touched_children(), selector.untouched_left(),
-                                         color, left)
+            touched = selector.touched_children()
+            if two_contenders_by_visits(touched, left):
+                return True  # nothing was pruned: pruned_some stays False
+            pruned = count_noncontenders(touched, selector.untouched_left(), color, left)
         self.pruned_some = prune and pruned > 0
         if pruned < len(root.children) - 1:
             return True
