@@ -395,6 +395,36 @@ def test_root_selector_keeps_exact_scores_through_a_collection(seed):
     assert checked > 500
 
 
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_sort_children_is_the_node_less_sort(seed):
+    """sort_children (children without visits sorted apart by prior) gives exactly the
+    stable sort by node_less over all children: ties of priors, of visits, of LCBs, visits
+    around the LCB threshold, virtual loss, both colours."""
+    import functools
+    import random
+
+    rng = random.Random(seed)
+    for color in (BLACK, WHITE):
+        root = UCTNode()
+        for i in range(250):
+            c = UCTNode(i, rng.choice([0.001, 0.002, 0.05, rng.random() / 10]))
+            visits = rng.choice([0, 0, 0, 1, 2, 3, rng.randrange(1, 60), 40])
+            for _ in range(visits):
+                c.update(rng.choice([0.0, 1.0, 0.5]))
+            c.virtual_loss = rng.choice([0, 0, 3])
+            root.children.append(c)
+        order = list(root.children)
+        threshold = max(2.0, 0.1 * max(c.visits for c in order))
+
+        def cmp(a, b):
+            if node_less(a, b, color, threshold):
+                return -1
+            return 1 if node_less(b, a, color, threshold) else 0
+        expected = sorted(order, key=functools.cmp_to_key(cmp), reverse=True)
+        root.sort_children(color, 0.1)
+        assert [c.move for c in root.children] == [c.move for c in expected]
+
+
 def test_child_scores_is_child_score_of_each_child():
     """node.child_scores (the selectors' rescoring loop) is child_score child by child, to
     the last bit: visited, pending, fresh, PRUNED and INVALID children, both colours."""
