@@ -39,8 +39,10 @@ Seams for drivers other than `run` (each step is public and takes the run's own 
   `apply(batch)` after the run's own `submit(batch)` (an evaluator whose calls the driver
   joins) or `apply_evaluations(batch, evals)` (`forget(batch)` if the call failed), and
   `after_batch(did)` (the stopping rules `run` applies) says whether it goes on; at the end
-  `search.finish(run)`. selfplay/runner.py drives games so (without dynamic komi, which
-  `think` starts around `run`).
+  `search.finish(run)`; `expand_together([(run, batch), ...])` before the `apply` calls
+  expands every run's leaves in one call, and `apply` then only backs up.
+  selfplay/runner.py drives games so (without dynamic komi, which `think` starts around
+  `run`).
 - Something to do between batches (dynamic komi): `run` calls `between_batches(run)` after
   every batch when it is set; `root_state` is the position the root stands for, and terminal
   leaves are scored with its komi. The hook may replace `root` (a komi change discards the
@@ -555,10 +557,10 @@ def expand_together(runs_batches) -> None:
     group); `apply` then only backs up. A batch `apply` would not expand plainly (see
     `SearchRun.expands_plainly`) is left to `apply`.
 
-    Why: `expand_batch` costs a dozen numpy calls whatever its size, which for the few
-    leaves of one game's batch (6 in self-play) was most of its cost; for a hundred games'
-    batches the same calls serve all of them. Each row is computed on its own, so each
-    leaf gets exactly the children `apply` would give it (tests/test_search_run.py)."""
+    Why: `expand_batch` makes two dozen numpy calls whatever its size; for the 6 leaves of
+    one game's batch in self-play (`-t 6`) their fixed cost is paid once per game and
+    round, here once per round. Each row is computed on its own, so each leaf gets exactly
+    the children `apply` would give it (tests/test_search_run.py)."""
     by_dumbpass: dict[bool, list] = {}
     for run, batch in runs_batches:
         if batch.values is None and batch.leaves and run.expands_plainly(batch):

@@ -9,11 +9,13 @@ The round (minigo's way: the searches never call the network, the driver batches
 of a group takes the evaluations of the group's last call and searches on until its next
 leaves (or its next root) wait for the network (`GameInPlay.advance`, the search's own steps
 and stopping rules); then ONE backend call per network evaluates all of them
-(selfplay/round_batch.py). A game whose move is decided plays it and starts the next search
-in the same turn; a finished game is committed (selfplay/store.py) and its slot starts the
-next one. No threads: the host's time goes to the trees alone, and the games' order in a
-round does not matter to their moves (each has its own search, cache and symmetries), so
-`--parallel 1` and `--parallel 8` play the same games.
+(selfplay/round_batch.py). Before the games of a group take their turns, the leaves they
+all wait to expand are expanded in one call (`GameInPlay.expand_waiting`). A game whose
+move is decided plays it and starts the next search in the same turn; a finished game is
+committed (selfplay/store.py) and its slot starts the next one. No threads: the host's
+time goes to the trees alone, and the games' order in a round does not matter to their
+moves (each has its own search, cache and symmetries), so `--parallel 1` and `--parallel 8`
+play the same games.
 
 With an asynchronous backend (OpenCL) the games form two groups, each with its own round
 batches: while one group's call runs on the device, the other group walks its trees, so the
