@@ -8,6 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from leelaz.game.state import GameState
+
 
 def random_planes(batch: int, seed: int) -> np.ndarray:
     """Plausible inputs: 0/1 stone planes, one all-ones side-to-move plane."""
@@ -16,6 +18,22 @@ def random_planes(batch: int, seed: int) -> np.ndarray:
     planes[:, 16:] = 0.0
     planes[np.arange(batch), 16 + rng.integers(0, 2, batch)] = 1.0
     return planes
+
+
+def random_game_positions(count: int, seed: int) -> list[GameState]:
+    """States from seeded random games: captures, kos, and short histories again after each
+    restart (every 40 positions), for the packed-input tests of the GPU backends."""
+    rng = np.random.default_rng(seed)
+    out = []
+    state = GameState()
+    while len(out) < count:
+        out.append(state.copy())
+        legal = state.legal_moves(state.to_move)
+        if not legal or len(out) % 40 == 0:
+            state = GameState()
+            continue
+        state.play(state.to_move, int(rng.choice(legal)))
+    return out
 
 
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:

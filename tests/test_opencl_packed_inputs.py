@@ -15,10 +15,9 @@ import os
 
 import numpy as np
 import pytest
-from backend_helpers import need_opencl, rel_error
+from backend_helpers import need_opencl, random_game_positions, rel_error
 
 from leelaz.backends.weights import load_weights
-from leelaz.game.state import GameState
 
 cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
 
@@ -33,18 +32,6 @@ def weights(random_weights):
     return load_weights(random_weights(2, 32, seed=9))
 
 
-def positions(count: int, seed: int) -> list[GameState]:
-    rng = np.random.default_rng(seed)
-    out = []
-    state = GameState()
-    while len(out) < count:
-        out.append(state.copy())
-        legal = state.legal_moves(state.to_move)
-        if not legal or len(out) % 40 == 0:
-            state = GameState()  # a fresh game: short histories again
-            continue
-        state.play(state.to_move, int(rng.choice(legal)))
-    return out
 
 
 @pytest.mark.parametrize("precision", ["single", "half"])
@@ -60,7 +47,7 @@ def test_packed_positions_evaluate_as_the_host_planes_do(weights, precision, mon
     monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
     device = Network(weights, backend, seed=7)  # the same random symmetries for both
     host = Network(weights, NumpyBackend(weights), seed=7)
-    states = positions(120, seed=3)
+    states = random_game_positions(120, seed=3)
     start = 0
     for size, symmetry in ((5, 0), (13, 1), (3, 2), (9, 3), (7, 4), (17, 5), (1, 6), (11, 7),
                            (30, None), (2, "average")):
@@ -82,4 +69,5 @@ def test_selfcheck_sends_planes(weights):
     backend = OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
                             selfcheck=1.0)
     assert not backend.accepts_packed_inputs
-    Network(weights, backend).evaluate(positions(3, seed=4), symmetry=0, read_cache=False)
+    Network(weights, backend).evaluate(random_game_positions(3, seed=4), symmetry=0,
+                                       read_cache=False)

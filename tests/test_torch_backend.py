@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from backend_helpers import random_planes, rel_error
+from backend_helpers import random_game_positions, random_planes, rel_error
 
 from leelaz.backends import BackendUnavailable, create_backend
 from leelaz.backends.numpy_backend import NumpyBackend
 from leelaz.backends.weights import load_weights
-from leelaz.game.state import GameState
 from leelaz.nn.features import input_planes_batch, packed_inputs
 from leelaz.nn.network import Network
 
@@ -39,19 +38,6 @@ def small(random_weights):
     return load_weights(random_weights(2, 32, seed=9))
 
 
-def positions(count: int, seed: int) -> list[GameState]:
-    """States from random games: captures, kos, short histories after each restart."""
-    rng = np.random.default_rng(seed)
-    out = []
-    state = GameState()
-    while len(out) < count:
-        out.append(state.copy())
-        legal = state.legal_moves(state.to_move)
-        if not legal or len(out) % 40 == 0:
-            state = GameState()
-            continue
-        state.play(state.to_move, int(rng.choice(legal)))
-    return out
 
 
 def test_single_precision_matches_numpy_on_the_shipped_network(shipped):
@@ -71,7 +57,7 @@ def test_real_positions_every_symmetry_match_numpy(shipped):
     a random symmetry per state with the same seed on both sides."""
     torch_net = Network(shipped, TorchBackend(shipped, device="cpu", quiet=True), seed=3)
     numpy_net = Network(shipped, NumpyBackend(shipped), seed=3)
-    states = positions(40, seed=1)
+    states = random_game_positions(40, seed=1)
     for symmetry in list(range(8)) + ["average", None]:
         batch = states[:12] if symmetry == "average" else states
         got = torch_net.evaluate(batch, symmetry=symmetry, read_cache=False)
@@ -91,7 +77,7 @@ def test_random_network_matches_numpy_at_many_batch_sizes(small):
         assert np.abs(got_p - want_p).max() < 1e-4, batch
         assert np.abs(got_v - want_v).max() < 1e-5, batch
     backend.bucketed = True  # zero rows padded on (as on CUDA) change nothing
-    states = positions(19, seed=8)
+    states = random_game_positions(19, seed=8)
     syms = [i % 8 for i in range(19)]
     planes = input_planes_batch(states, np.zeros((19, 18, 361), np.float32), syms)
     want_p, want_v = reference.forward(planes.reshape(19, 18, 19, 19))
@@ -120,7 +106,7 @@ def test_half_precision_stays_close_to_numpy(small):
 def test_planes_from_packed_positions_equal_the_host_planes(small, symmetry):
     """Every symmetry, both colours to move, short histories; rows of mixed symmetries."""
     backend = TorchBackend(small, device="cpu", quiet=True)
-    states = positions(50, seed=symmetry + 10)
+    states = random_game_positions(50, seed=symmetry + 10)
     syms = [symmetry] * 25 + [(symmetry + i) % 8 for i in range(25)]
     want = input_planes_batch(states, np.zeros((50, 18, 361), np.float32), syms)
     packed = torch.from_numpy(np.frombuffer(packed_inputs(states, syms), np.uint8).copy())
@@ -129,7 +115,7 @@ def test_planes_from_packed_positions_equal_the_host_planes(small, symmetry):
 
 
 def test_planes_from_packed_positions_carry_the_dynamic_komi(small):
-    states = positions(12, seed=4)
+    states = random_game_positions(12, seed=4)
     for i, state in enumerate(states[::2]):
         state.set_net_komi(-20.0 + 9 * i, 3.0 + i)  # every other row told a komi
     syms = [i % 8 for i in range(12)]
@@ -153,7 +139,7 @@ def test_network_sends_packed_positions_and_gets_numpys_answers(small, monkeypat
     monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
     device = Network(small, backend, seed=7)
     host = Network(small, NumpyBackend(small), seed=7)
-    states = positions(60, seed=3)
+    states = random_game_positions(60, seed=3)
     for size, symmetry in ((5, 0), (13, 5), (30, None), (2, "average")):
         got = device.evaluate(states[:size], symmetry=symmetry, read_cache=False)
         want = host.evaluate(states[:size], symmetry=symmetry, read_cache=False)
@@ -199,7 +185,7 @@ def test_cuda_submits_in_flight_match_numpy(shipped, precision):
     reference = NumpyBackend(shipped)
     jobs = []
     for batch, seed in ((1, 1), (19, 2), (130, 3), (7, 4)):
-        states = positions(batch, seed=seed)
+        states = random_game_positions(batch, seed=seed)
         syms = [(i * 3 + seed) % 8 for i in range(batch)]
         planes = input_planes_batch(states, np.zeros((batch, 18, 361), np.float32), syms)
         planes = planes.reshape(batch, 18, 19, 19)
