@@ -12,7 +12,7 @@ import pytest
 
 import oracle
 from leelaz.backends import create_backend
-from leelaz.backends.numpy_backend import NumpyBackend
+from leelaz.backends.numpy_backend import CHUNK, NumpyBackend
 from leelaz.backends.weights import load_weights
 
 RTOL = 1e-4
@@ -79,3 +79,42 @@ def test_positions_are_independent_of_batch_neighbours(net):
 def test_rejects_wrong_shape(net):
     with pytest.raises(ValueError):
         NumpyBackend(net).forward(np.zeros((1, 17, 19, 19), np.float32))
+
+
+def plain_tower(backend: NumpyBackend, planes: np.ndarray) -> np.ndarray:
+    """The tower as the straightforward composition of winograd.py's functions, fresh arrays
+    every layer: what the backend's buffers and precomputed views must reproduce bit for bit."""
+    from leelaz.backends import winograd as W
+
+    batch = planes.shape[0]
+
+    def conv(x, plan, residual):
+        m = np.matmul(W.input_transform(x), plan.u)
+        out = np.zeros((W.PADDED, W.PADDED, batch, plan.outputs), np.float32)
+        W.output_view(out)[...] = W.output_transform(m, batch) + np.tile(plan.shift, batch)
+        inner = out[1:20, 1:20]
+        if residual is not None:
+            inner += residual[1:20, 1:20]
+        np.maximum(inner, np.float32(0), out=inner)
+        out[20], out[:, 20] = 0, 0
+        return out
+
+    x = W.pad_board(planes.transpose(2, 3, 0, 1))
+    x = conv(x, backend.input_plan, None)
+    for first, second in backend.tower:
+        x = conv(conv(x, first, None), second, x)
+    return x
+
+
+@pytest.mark.parametrize("blocks,filters", [(2, 16), (1, 8)])
+def test_forward_is_the_plain_composition_bit_for_bit(random_weights, blocks, filters):
+    """The hot loop (reused buffers, views made once, whole-buffer ReLU) computes exactly the
+    float32 operations of the plain composition: the same bits, batch after batch. (One
+    worker, batches of one chunk: BLAS may round differently for another number of rows.)"""
+    w = load_weights(random_weights(blocks, filters, seed=5))
+    backend = NumpyBackend(w, threads=1)
+    for batch, seed in [(1, 1), (3, 2), (1, 3), (CHUNK, 4), (3, 5)]:
+        planes = random_planes(batch, seed)
+        logits, value = backend.forward(planes)
+        want_logits, want_value = backend._forward_heads(plain_tower(backend, planes), batch)
+        assert np.array_equal(logits, want_logits) and np.array_equal(value, want_value)

@@ -12,9 +12,9 @@ channels or positions (see winograd.py for the layout):
     Y  [5, 4, 5, 4, B K] = separable output transform of M
     out interior      = ReLU(Y + shift [+ residual]), shift = -scale * mean, in place
 
-The batch-norm scale is folded into U' when the backend is built, so BN costs one add fused
-into the copy from Y to the next padded buffer. All work buffers are allocated once per batch
-size and reused. float32 throughout.
+The batch-norm scale is folded into U' when the backend is built, so BN costs one add on Y.
+All work buffers, and every view of them the hot loop uses, are made once per batch size and
+reused. float32 throughout.
 
 Threads: a batch is cut into chunks of at most CHUNK positions, dealt out to `threads` Python
 worker threads (NumPy releases the GIL inside BLAS, copies and ufuncs), each with its own
@@ -35,8 +35,8 @@ import numpy as np
 
 from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS, Backend,
                                   ConvBN, NetWeights)
-from leelaz.backends.winograd import (ALPHA, PADDED, TILE, TILES, WTILES, input_transform,
-                                      output_transform, output_view, transform_filter)
+from leelaz.backends.winograd import (ALPHA, AT32, BT32, PADDED, TILE, TILES, WTILES,
+                                      input_views, output_view, transform_filter)
 
 _B = 19  # board side
 #: Positions per forward pass of one worker: larger batches are cut into chunks of at most
@@ -57,16 +57,19 @@ class _ConvPlan:
         self.outputs = conv.weights.shape[0]
         self._tiled: dict[int, np.ndarray] = {}
 
-    def shift_for(self, batch: int) -> np.ndarray:
-        """The shift repeated per position, [B*K], matching the (b, k) inner axis."""
+    def shift_rows(self, batch: int) -> np.ndarray:
+        """The shift repeated per tile and position, [25 B K], matching a row of the output
+        transform's result (ty, tx, b, k): added to whole contiguous rows, not broadcast."""
         tiled = self._tiled.get(batch)
         if tiled is None:
-            tiled = self._tiled[batch] = np.tile(self.shift, batch)
+            tiled = self._tiled[batch] = np.tile(self.shift, TILES * batch)
         return tiled
 
 
 class _Buffers:
-    """Work arrays for one batch size and worker; allocated once, reused on every call."""
+    """Work arrays for one batch size and worker; allocated once, reused on every call, with
+    every view the hot loop reads or writes through made here too (`_Layer`): building a
+    strided view costs microseconds of Python per call, a sizeable part of a batch-1 layer."""
 
     def __init__(self, batch: int, filters: int):
         width = max(filters, INPUT_CHANNELS)
@@ -78,6 +81,50 @@ class _Buffers:
         self.m = np.empty(ALPHA * ALPHA * TILES * batch * filters, np.float32)
         self.y1 = np.empty(TILE * ALPHA * TILES * batch * filters, np.float32)
         self.y = np.empty(TILE * TILE * TILES * batch * filters, np.float32)
+        #: ReLU's other operand: np.maximum against an array is several times faster than
+        #: against the scalar 0.
+        self.zeros = np.zeros(PADDED * PADDED * batch * filters, np.float32)
+        self.layers: dict[tuple[int, int, int], _Layer] = {}
+
+    def layer(self, src: int, dst: int, residual: int) -> _Layer:
+        """The views of a conv from activation buffer `src` to `dst` (+ `residual`, or -1);
+        index 3 is the input planes' buffer."""
+        key = (src, dst, residual)
+        got = self.layers.get(key)
+        if got is None:
+            got = self.layers[key] = _Layer(self, src, dst, residual)
+        return got
+
+
+class _Layer:
+    """Every array view one 3x3 conv of the hot loop uses, for one _Buffers (see _conv)."""
+
+    def __init__(self, buf: _Buffers, src: int, dst: int, residual: int):
+        arrays = buf.act + [buf.inp]
+        source, target = arrays[src], arrays[dst]
+        batch, c = source.shape[2], source.shape[3]
+        k = target.shape[3]
+        n = batch * c
+        size = TILES * batch * k
+        self.rows, self.t1, self.cols, self.v_out = input_views(
+            source, buf.t1[:WTILES * ALPHA * PADDED * n].reshape(WTILES, ALPHA, -1),
+            buf.v[:36 * TILES * n].reshape(36, -1))
+        self.v = buf.v[:36 * TILES * n].reshape(36, TILES * batch, c)
+        self.m = buf.m[:36 * size].reshape(36, TILES * batch, k)
+        self.m_rows = self.m.reshape(ALPHA, ALPHA * size)
+        self.y1 = buf.y1[:TILE * ALPHA * size].reshape(TILE, ALPHA * size)
+        self.y1_rows = self.y1.reshape(TILE, ALPHA, size)
+        self.y = buf.y[:TILE * TILE * size].reshape(TILE, TILE, size)
+        self.y_rows = self.y.reshape(TILE * TILE, size)
+        self.y_tiles = self.y.reshape(TILE, TILE, WTILES, WTILES, batch * k).transpose(
+            2, 0, 3, 1, 4)
+        self.out = output_view(target)
+        self.whole = target.reshape(-1)
+        self.residual = arrays[residual].reshape(-1) if residual >= 0 else None
+        self.zeros = buf.zeros[:target.size]
+        self.row20 = target[20]
+        self.col20 = target[:, 20]
+        self.batch = batch
 
 
 class NumpyBackend(Backend):
@@ -164,37 +211,34 @@ class NumpyBackend(Backend):
         batch = planes.shape[0]
         buf = self._get_buffers(batch, worker)
         buf.inp[1:1 + _B, 1:1 + _B] = planes.transpose(2, 3, 0, 1)
-        x = self._conv(buf, self.input_plan, buf.inp, buf.act[0], residual=None)
-        spare = [buf.act[1], buf.act[2]]
+        self._conv(self.input_plan, buf.layer(3, 0, -1))
+        x, mid, out = 0, 1, 2
         for first, second in self.tower:
-            mid, out = spare
-            self._conv(buf, first, x, mid, residual=None)
-            self._conv(buf, second, mid, out, residual=x)
-            spare = [mid, x]
-            x = out
+            self._conv(first, buf.layer(x, mid, -1))
+            self._conv(second, buf.layer(mid, out, x))
+            x, mid, out = out, x, mid
+        x = buf.act[x]
         return self._forward_heads(x, batch)
 
-    def _conv(self, buf: _Buffers, plan: _ConvPlan, src: np.ndarray, dst: np.ndarray,
-              residual: np.ndarray | None) -> np.ndarray:
-        """dst interior = ReLU(BN(conv3x3(src)) [+ residual interior]). Hot path."""
-        c, k = plan.inputs, plan.outputs
-        batch = src.shape[2]
-        n = batch * c
-        v = input_transform(src, buf.t1[:WTILES * ALPHA * PADDED * n].reshape(WTILES, ALPHA, -1),
-                            buf.v[:36 * TILES * n].reshape(36, -1))
-        size = TILES * batch * k
-        m = buf.m[:36 * size].reshape(36, TILES * batch, k)
-        np.matmul(v, plan.u, out=m)
-        y = output_transform(m, batch, buf.y1[:TILE * ALPHA * size].reshape(TILE, -1),
-                             buf.y[:TILE * TILE * size].reshape(TILE, TILE, -1))
-        np.add(y, plan.shift_for(batch), out=output_view(dst))
-        inner = dst[1:1 + _B, 1:1 + _B]
-        if residual is not None:
-            inner += residual[1:1 + _B, 1:1 + _B]
-        np.maximum(inner, 0.0, out=inner)
-        dst[20] = 0.0  # row and column 20 of the last tiles are padding again
-        dst[:, 20] = 0.0
-        return dst
+    def _conv(self, plan: _ConvPlan, views: _Layer) -> None:
+        """dst interior = ReLU(BN(conv3x3(src)) [+ residual interior]), the buffers `views`
+        names. Hot path: every step a NumPy call on views made once (no Python per tile)."""
+        np.matmul(BT32, views.rows, out=views.t1)  # input transform: rows, then columns
+        np.matmul(BT32, views.cols, out=views.v_out)
+        np.matmul(views.v, plan.u, out=views.m)
+        np.matmul(AT32, views.m_rows, out=views.y1)  # output transform: xi, then nu
+        np.matmul(AT32, views.y1_rows, out=views.y)
+        np.add(views.y_rows, plan.shift_rows(views.batch), out=views.y_rows)
+        np.copyto(views.out, views.y_tiles)
+        # The residual and the ReLU run over the whole padded buffer, whose border is zero in
+        # both operands and stays zero: contiguous ufuncs run several times faster than on
+        # the strided interior.
+        whole = views.whole
+        if views.residual is not None:
+            np.add(whole, views.residual, out=whole)
+        np.maximum(whole, views.zeros, out=whole)
+        views.row20[...] = 0.0  # row and column 20 of the last tiles are padding again
+        views.col20[...] = 0.0
 
     def _forward_heads(self, x: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray]:
         f = self.filters

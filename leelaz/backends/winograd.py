@@ -90,21 +90,31 @@ def input_transform(padded: np.ndarray, t1: np.ndarray | None = None,
     `out` ([36, 25 N]) may be passed to reuse buffers.
     """
     h, w, b, c = padded.shape
+    n = b * c
+    if t1 is None:
+        t1 = np.empty((WTILES, ALPHA, PADDED * n), dtype=np.float32)
+    if out is None:
+        out = np.empty((ALPHA * ALPHA, TILES * n), dtype=np.float32)
+    rows, t1, cols, v_out = input_views(padded, t1, out)
+    np.matmul(BT32, rows, out=t1)
+    np.matmul(BT32, cols, out=v_out)
+    return out.reshape(ALPHA * ALPHA, TILES * b, c)
+
+
+def input_views(padded: np.ndarray, t1: np.ndarray, out: np.ndarray):
+    """The views `input_transform`'s two products read and write: (rows, t1, cols, v_out),
+    so that np.matmul(BT32, rows, out=t1) and then np.matmul(BT32, cols, out=v_out) leave V
+    in `out`. Made once per buffer by the NumPy backend (as_strided costs microseconds)."""
+    h, w, b, c = padded.shape
     assert h == PADDED and w == PADDED and padded.flags.c_contiguous, padded.shape
     n = b * c
     f = padded.itemsize
     rows = as_strided(padded, shape=(WTILES, ALPHA, PADDED * n),
                       strides=(TILE * PADDED * n * f, PADDED * n * f, f))
-    if t1 is None:
-        t1 = np.empty((WTILES, ALPHA, PADDED * n), dtype=np.float32)
-    np.matmul(BT32, rows, out=t1)
     cols = as_strided(t1, shape=(WTILES, ALPHA, WTILES, ALPHA, n),
                       strides=(ALPHA * PADDED * n * f, PADDED * n * f, TILE * n * f, n * f, f))
-    if out is None:
-        out = np.empty((ALPHA * ALPHA, TILES * n), dtype=np.float32)
-    v = out.reshape(ALPHA, ALPHA, WTILES, WTILES, n)
-    np.matmul(BT32, cols, out=v.transpose(2, 0, 3, 1, 4))
-    return out.reshape(ALPHA * ALPHA, TILES * b, c)
+    v_out = out.reshape(ALPHA, ALPHA, WTILES, WTILES, n).transpose(2, 0, 3, 1, 4)
+    return rows, t1, cols, v_out
 
 
 def output_transform(m: np.ndarray, batch: int, y1: np.ndarray | None = None,
