@@ -16,9 +16,10 @@ The batch-norm scale is folded into U' when the backend is built, so BN costs on
 All work buffers, and every view of them the hot loop uses, are made once per batch size and
 reused. float32 throughout.
 
-Threads: a batch is cut into chunks of at most CHUNK positions, dealt out to `threads` Python
-worker threads (NumPy releases the GIL inside BLAS, copies and ufuncs), each with its own
-buffers; OpenBLAS itself is set to one thread (see NumpyBackend.__init__ for why).
+Threads: a batch is cut into chunks of at most CHUNK positions, dealt out to `threads` workers
+(NumPy releases the GIL inside BLAS, copies and ufuncs), each with its own buffers: the calling
+thread is the first, so a batch split in two wakes one pool thread, not two, and the caller
+does not sit idle; OpenBLAS itself is set to one thread (see NumpyBackend.__init__ for why).
 
 The two 1x1 head convolutions run as one [C, 3] product over the padded buffer (the border is
 cropped after), then the policy FC (input channel-major, c*361 + idx) and the value FCs.
@@ -148,7 +149,9 @@ class NumpyBackend(Backend):
         self.threads = max(1, threads if threads else min(2, os.cpu_count() or 1))
         # One dict per worker (batch size -> buffers): a worker only touches its own.
         self._buffers: list[dict[int, _Buffers]] = [{} for _ in range(self.threads)]
-        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        # The calling thread is worker 0; the pool runs the others.
+        self._pool = ThreadPoolExecutor(self.threads - 1) if self.threads > 1 else None
+        self._jobs: dict[int, list] = {}  # batch size -> (spans, worker) per worker
         set_blas_threads(1)
 
     def _heads(self, w: NetWeights) -> None:
@@ -183,24 +186,32 @@ class NumpyBackend(Backend):
         batch = planes.shape[0]
         if batch == 0:
             return np.zeros((0, POLICY_OUTPUTS), np.float32), np.zeros(0, np.float32)
-        chunks = -(-batch // CHUNK)  # ceil
-        if self._pool is not None:
-            chunks = max(chunks, min(self.threads, batch))  # every worker gets some
-        workers = min(self.threads, chunks)
-        cuts = np.linspace(0, batch, chunks + 1).astype(int)
-        spans = list(zip(cuts[:-1], cuts[1:]))
-        if workers == 1:
-            results = self._run_spans(planes, spans, 0)
-        else:
-            jobs = [(spans[i::workers], i) for i in range(workers)]
-            done = list(self._pool.map(lambda job: self._run_spans(planes, *job), jobs))
-            results = [None] * len(spans)
+        jobs = self._jobs.get(batch)
+        if jobs is None:
+            jobs = self._jobs[batch] = self._plan_jobs(batch)
+        if len(jobs) == 1:
+            results = self._run_spans(planes, *jobs[0])
+        else:  # this thread runs worker 0's share while the pool runs the others
+            futures = [self._pool.submit(self._run_spans, planes, *job) for job in jobs[1:]]
+            done = [self._run_spans(planes, *jobs[0])] + [f.result() for f in futures]
+            results = [None] * sum(len(part) for part in done)
             for i, part in enumerate(done):
-                results[i::workers] = part
+                results[i::len(jobs)] = part
         if len(results) == 1:
             return results[0]
         return (np.concatenate([r[0] for r in results]),
                 np.concatenate([r[1] for r in results]))
+
+    def _plan_jobs(self, batch: int) -> list[tuple[list[tuple[int, int]], int]]:
+        """How a batch of `batch` is cut: chunks of at most CHUNK positions (at least one per
+        worker), dealt out round-robin; (spans, worker) per worker that gets some."""
+        chunks = -(-batch // CHUNK)  # ceil
+        if self.threads > 1:
+            chunks = max(chunks, min(self.threads, batch))  # every worker gets some
+        workers = min(self.threads, chunks)
+        cuts = np.linspace(0, batch, chunks + 1).astype(int)
+        spans = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+        return [(spans[i::workers], i) for i in range(workers)]
 
     def _run_spans(self, planes, spans, worker: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Forward passes of the batch slices `spans`, one after another, on one worker."""
