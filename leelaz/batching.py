@@ -10,7 +10,12 @@ backend is tuned for the size it gives.
 Why batches: under Python's GIL the search collects leaves under virtual loss instead of
 running Leela Zero's threads, and sends them to the network in one call; `-t N` collects N.
 Without -t or --batchsize, and when OpenCL may run, the search collects 32 leaves: Leela Zero's
-own default (10 threads) left a fast GPU idle most of the time. However big the batch, at most
+own default (10 threads) left a fast GPU idle most of the time. With --cpu-only and neither
+flag, it collects at least two leaves per NumPy worker (`numpy_workers`): one pass over two
+positions costs a worker markedly less per position than two passes over one (the 36 Winograd
+products of each layer run on twice the rows for one read of the layer's weights), so analysis
+and play on the clock get more visits per second, for two more leaves in flight than Leela
+Zero's threads have. However big the batch, at most
 one leaf per VISITS_PER_PENDING_LEAF root visits waits for the network (but MIN_PENDING_LEAVES
 always may, Leela Zero's own 10 on a GPU), so a small search is not made blind, breadth-first,
 by a big batch, which costs strength at a fixed number of visits. The measurements are in
@@ -26,6 +31,11 @@ import os
 MAX_THREADS = 256
 #: Leaves per network call when neither -t nor --batchsize is given and OpenCL may run.
 DEFAULT_OPENCL_SEARCH_BATCH = 32
+#: With --cpu-only and neither -t nor --batchsize: at least this many leaves per NumPy worker.
+CPU_LEAVES_PER_WORKER = 2
+#: The NumPy backend's workers by default: more than two Python threads gain nothing against
+#: the GIL's hand-offs (docs/performance.md).
+MAX_NUMPY_WORKERS = 2
 #: Leaves waiting for the network at once are capped at root visits / this (0 = no cap) ...
 VISITS_PER_PENDING_LEAF = 16
 #: ... but never below this many: Leela Zero's default on a GPU (batch 5, 10 threads) has 10
@@ -39,6 +49,11 @@ PONDER_BATCH_SECONDS = 0.03
 
 def hardware_threads() -> int:
     return os.cpu_count() or 1
+
+
+def numpy_workers(hw: int | None = None) -> int:
+    """The NumPy backend's default number of workers (threads that each run part of a batch)."""
+    return max(1, min(MAX_NUMPY_WORKERS, hw or hardware_threads()))
 
 
 def resolve_threads(cfg, hw: int | None = None) -> tuple[int, int]:
@@ -66,16 +81,20 @@ def resolve_threads(cfg, hw: int | None = None) -> tuple[int, int]:
     return threads, batch
 
 
-def search_batch_size(cfg) -> int:
+def search_batch_size(cfg, hw: int | None = None) -> int:
     """Leaves per network call: Leela Zero's thread count (each of its threads runs one
-    playout at a time), or DEFAULT_OPENCL_SEARCH_BATCH when OpenCL may be used and neither -t
-    nor --batchsize was given. The OpenCL backend is tuned for this size too."""
+    playout at a time); when neither -t nor --batchsize was given, at least
+    DEFAULT_OPENCL_SEARCH_BATCH when OpenCL may be used, and at least CPU_LEAVES_PER_WORKER
+    per NumPy worker with --cpu-only. The OpenCL backend is tuned for this size too."""
     try:
-        batch_size = resolve_threads(cfg)[0]
+        batch_size = resolve_threads(cfg, hw)[0]
     except ValueError:
         batch_size = 1
-    if not cfg.cpu_only and not cfg.threads and not cfg.batchsize:
-        batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
+    if not cfg.threads and not cfg.batchsize:
+        if cfg.cpu_only:
+            batch_size = max(batch_size, CPU_LEAVES_PER_WORKER * numpy_workers(hw))
+        else:
+            batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
     return max(1, batch_size)
 
 

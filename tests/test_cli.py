@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from leelaz.batching import resolve_threads
+from leelaz.batching import resolve_threads, search_batch_size
 from leelaz.cli import UsageProblem, parse_args, run
 from leelaz.config import EngineConfig
 
@@ -198,6 +198,19 @@ def test_thread_and_batch_resolution():
     assert resolve_threads(EngineConfig(batchsize=8), hw=8) == (16, 8)
     with pytest.raises(ValueError):
         resolve_threads(EngineConfig(threads=2, batchsize=4), hw=8)
+
+
+def test_search_batch_size_defaults():
+    """Leela Zero's thread count when -t or --batchsize is given; without them 32 leaves on
+    OpenCL, and with --cpu-only at least two leaves per NumPy worker (min(2, CPUs) workers)."""
+    assert search_batch_size(EngineConfig(cpu_only=True, threads=2), hw=2) == 2
+    assert search_batch_size(EngineConfig(cpu_only=True, threads=1), hw=8) == 1
+    assert search_batch_size(EngineConfig(cpu_only=True, batchsize=3), hw=2) == 2
+    assert search_batch_size(EngineConfig(cpu_only=True), hw=1) == 2
+    assert search_batch_size(EngineConfig(cpu_only=True), hw=2) == 4
+    assert search_batch_size(EngineConfig(cpu_only=True), hw=8) == 8
+    assert search_batch_size(EngineConfig(), hw=2) == 32
+    assert search_batch_size(EngineConfig(threads=4), hw=2) == 4
 
 
 @pytest.mark.parametrize("blocks, filters", [(2, 32), (6, 64)])

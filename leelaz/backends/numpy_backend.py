@@ -1,6 +1,7 @@
 """The NumPy backend: Leela Zero's forward pass (reference doc 4.2) on the CPU, batched.
 
-Owns: `NumpyBackend`, `set_blas_threads`. Imports: numpy, backends.base, backends.winograd.
+Owns: `NumpyBackend`, `set_blas_threads`. Imports: numpy, batching (the default number of
+workers), backends.base, backends.winograd.
 
 Hot path. Activations live in three zero-bordered buffers [22, 22, B, C] (rows, columns, batch,
 channels innermost) that rotate through the tower. Every 3x3 convolution is Winograd
@@ -38,6 +39,7 @@ from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, POLICY_OUTPUTS,
                                   ConvBN, NetWeights)
 from leelaz.backends.winograd import (ALPHA, AT32, BT32, PADDED, TILE, TILES, WTILES,
                                       input_views, output_view, transform_filter)
+from leelaz.batching import numpy_workers
 
 _B = 19  # board side
 #: Positions per forward pass of one worker: larger batches are cut into chunks of at most
@@ -135,7 +137,7 @@ class NumpyBackend(Backend):
     precision = "single"
 
     def __init__(self, weights: NetWeights, threads: int | None = None, **_options):
-        """`threads`: workers that each run part of a batch (default: min(2, CPUs)).
+        """`threads`: workers that each run part of a batch (default: batching.numpy_workers).
 
         BLAS itself is set to one thread: OpenBLAS's own threads spin-wait for each other and
         collapse when the CPU is shared (docs/performance.md), whereas splitting the batch
@@ -146,7 +148,7 @@ class NumpyBackend(Backend):
         self.input_plan = _ConvPlan(weights.input_conv)
         self.tower = [(_ConvPlan(a), _ConvPlan(b)) for a, b in weights.tower]
         self._heads(weights)
-        self.threads = max(1, threads if threads else min(2, os.cpu_count() or 1))
+        self.threads = max(1, threads if threads else numpy_workers())
         # One dict per worker (batch size -> buffers): a worker only touches its own.
         self._buffers: list[dict[int, _Buffers]] = [{} for _ in range(self.threads)]
         # The calling thread is worker 0; the pool runs the others.
