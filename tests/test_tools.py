@@ -150,6 +150,43 @@ def test_bench_analyze_reads_both_engines_info_lines(lz_binary, random_weights):
     assert len([x for x in done.stdout.splitlines() if "visits in" in x]) == 4
 
 
+def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
+    """A second analysis of a position in the same engine would replay the first one's tree
+    from the network cache: each round must measure engines started for it, closed after."""
+    from click.testing import CliRunner
+
+    from leelaz.tools.bench import analyze
+
+    class Engine:
+        def __init__(self, name):
+            self.name, self.closed, self.moves = name, False, []
+
+        def close(self):
+            self.closed = True
+
+    started = []
+
+    def start(name, argv):
+        started.append(Engine(name))
+        return started[-1]
+
+    def measure(engine, game, move, seconds, interval):
+        assert not engine.closed
+        engine.moves.append(move)
+        return {"visits": 10, "seconds": 1.0, "rate": 10.0}
+
+    monkeypatch.setattr(analyze, "_start", start)
+    monkeypatch.setattr(analyze, "analyze_once", measure)
+    game = tmp_path / "g.sgf"
+    game.write_text("(;SZ[19];B[pd];W[dp])")
+    done = CliRunner().invoke(analyze.command, ["--game", str(game), "--moves", "1,2",
+                                                "--rounds", "3", "--ours", "a",
+                                                "--reference", "b"])
+    assert done.exit_code == 0, done.output
+    assert [e.name for e in started] == ["leelaz", "LZ 0.17"] * 3
+    assert all(e.closed and e.moves == [1, 2] for e in started)
+
+
 def test_bench_engine_and_search_run(lz_binary, random_weights):
     done = leelaz("bench", "engine", "-w", random_weights(1, 8), "-v", "60", "--runs", "1")
     assert done.returncode == 0, done.stderr

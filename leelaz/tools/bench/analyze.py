@@ -3,13 +3,16 @@ Sabaki user sees them, for our engine and the C++ Leela Zero 0.17 in the same ru
 
 Owns: that measurement. Imports: gtp.client, tools.bench.common, cli (the shipped network).
 
-For each engine command line (a GTP engine, started once; start-up is not timed): at each
---moves position of the game, `loadsgf GAME MOVE`, then `lz-analyze` for --seconds; the speed
-is the sum of the visits of the last `info` line over the time from the command to that line.
-Positions and engines alternate (each position is measured on one engine, then at once on the
-other), --rounds times, and the best of the rounds counts, so that drift in the machine's
-speed hits both. The default game is a 9-dan game (tygem, December 2011, a month the shipped
-network never trained on) at moves 40, 120 and 200.
+For each engine command line (a GTP engine; start-up is not timed): at each --moves position
+of the game, `loadsgf GAME MOVE`, then `lz-analyze` for --seconds; the speed is the sum of the
+visits of the last `info` line over the time from the command to that line. Positions and
+engines alternate (each position is measured on one engine, then at once on the other),
+--rounds times, and the best of the rounds counts, so that drift in the machine's speed hits
+both. Every round starts both engines afresh: a second analysis of a position in the same
+process would find the first one's evaluations in the network cache, replay that tree at
+almost no cost and report its visits again (about twice the visits per second), which
+measured the cache, not the search. The default game is a 9-dan game (tygem, December 2011,
+a month the shipped network never trained on) at moves 40, 120 and 200.
 
 Both command lines are plain text and replaceable, e.g. on a GPU machine:
     leelaz bench analyze --ours "leelaz --gtp -w net.gz" \\
@@ -129,22 +132,22 @@ def command(weights, game, moves, seconds, interval, rounds, ours, reference) ->
         say(f"{name}: {' '.join(argv)}")
     say(f"{game} at moves {', '.join(map(str, positions))}; {seconds:g} s each; "
         f"{rounds} round(s); {load_line()}")
-    engines = [(name, _start(name, argv)) for name, argv in commands]
     best: dict[tuple[str, int], float] = {}
-    try:
-        for r in range(rounds):
+    for r in range(rounds):
+        engines = [(name, _start(name, argv)) for name, argv in commands]
+        try:
             for move in positions:
                 for name, engine in engines:
                     got = analyze_once(engine, game, move, seconds, interval)
                     say(f"  round {r + 1} move {move} {name:8s} {got['visits']} visits in "
                         f"{got['seconds']:.2f} s = {got['rate']:,.0f} visits/s")
                     best[name, move] = max(best.get((name, move), 0.0), got["rate"])
-    except GtpFailure as exc:
-        raise ToolError(str(exc)) from None
-    finally:
-        for _, engine in engines:
-            engine.close()
-    say(_table([name for name, _ in engines], positions, best))
+        except GtpFailure as exc:
+            raise ToolError(str(exc)) from None
+        finally:
+            for _, engine in engines:
+                engine.close()
+    say(_table([name for name, _ in commands], positions, best))
 
 
 def _table(names: list[str], positions: list[int], best: dict) -> str:
