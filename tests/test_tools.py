@@ -104,6 +104,65 @@ def test_weights_random_info_convert(tmp_path):
                                         f"{text}: version 1, 2 blocks x 16 filters, text"]
 
 
+def test_weights_random_uniform_is_a_uniform_policy_and_even_value(tmp_path, lz_binary):
+    """--uniform: the file is the plain random net of the same seed with the last layer of
+    each head zero, and the C++ Leela Zero binary sees a uniform policy and a winrate of 0.5
+    (per-mille heatmaps) on the empty board and after a few moves."""
+    plain, uniform = tmp_path / "plain.txt", tmp_path / "uniform.txt"
+    for path, extra in ((plain, []), (uniform, ["--uniform"])):
+        done = leelaz("weights", "random", "--blocks", "1", "--filters", "8", "--seed", "4",
+                      *extra, "-o", str(path))
+        assert done.returncode == 0, done.stderr
+    a, b = plain.read_text().splitlines(), uniform.read_text().splitlines()
+    assert len(a) == len(b) == 1 + 4 * 3 + 6 + 8  # version, 3 convs, policy head, value head
+    zeroed = {1 + 12 + 4, 1 + 12 + 5, len(a) - 2, len(a) - 1}  # policy FC w, b; value FC2 w, b
+    for i, (x, y) in enumerate(zip(a, b)):
+        if i in zeroed:
+            assert set(y.split()) == {"0"} and len(y.split()) == len(x.split()), i
+            assert set(x.split()) != {"0"}, i
+        else:
+            assert x == y, i
+    commands = ["heatmap", "play b Q16", "play w D4", "play b C3", "heatmap", "quit"]
+    out = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "--noponder", "-w",
+                          str(uniform)], input="\n".join(commands) + "\n", text=True,
+                         capture_output=True, timeout=120)
+    maps = re.findall(r"((?:(?: *\d+ ){19}\n){19})pass: (\d+)\nwinrate: ([0-9.]+)",
+                      out.stdout + out.stderr)
+    assert len(maps) == 2, out.stdout + out.stderr
+    per_mille = int(1000 / 362)  # 2.76 per mille for every legal move and for pass
+    for (board, pass_, winrate), stones in zip(maps, (0, 3)):
+        assert sorted(int(v) for v in board.split()) == [0] * stones + [per_mille] * (361 - stones)
+        assert int(pass_) == per_mille
+        assert float(winrate) == 0.5
+
+
+def test_weights_random_uniform_policy_within_a_millionth(tmp_path):
+    """Our network on a --uniform net: every move's prior 1/362 and the value 0.5 to 1e-6,
+    in varied positions (the tower's random features reach neither head's output)."""
+    from leelaz.backends.numpy_backend import NumpyBackend
+    from leelaz.game.coords import BLACK, WHITE
+    from leelaz.game.state import GameState
+    from leelaz.nn.network import Network
+
+    path = tmp_path / "uniform.txt.gz"
+    assert leelaz("weights", "random", "--blocks", "2", "--filters", "16", "--uniform",
+                  "-o", str(path)).returncode == 0
+    weights = load_weights(str(path))
+    net = Network(weights, NumpyBackend(weights, threads=1), seed=1)
+    rng = np.random.default_rng(3)
+    states = []
+    for n in (0, 5, 40):
+        state = GameState()
+        for i in range(n):
+            color = BLACK if i % 2 == 0 else WHITE
+            legal = [v for v in range(441) if state.is_legal(color, v)]
+            state.play(color, int(rng.choice(legal)))
+        states.append(state)
+    for ev in net.evaluate(states, symmetry=0):
+        assert np.abs(ev.policy.astype(np.float64) - 1 / 362).max() < 1e-6
+        assert abs(ev.winrate - 0.5) < 1e-6
+
+
 def test_dump_supervised_verb_writes_what_the_gtp_command_writes(tygem_dir, tmp_path):
     """Each file is dumped as `dump_supervised FILE OUT/NAME` would, seeded per file; a
     missing file is one error line."""

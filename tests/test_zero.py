@@ -441,3 +441,35 @@ def test_bad_input_is_one_line_and_leaves_dir_alone(tmp_path):
     assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
 
     assert tree_digest(run) == before
+
+
+def test_uniform_start_and_a_rerun_must_name_the_same_start(tmp_path):
+    """--start uniform: the starting network is the seeded random one with the last layer of
+    both heads zero (uniform policy, value 0.5); a rerun naming the other start, or -w as
+    well, is refused and leaves DIR alone."""
+    run, plain = tmp_path / "run", tmp_path / "plain"
+    for folder, start in ((run, "uniform"), (plain, "random")):
+        made = zero(folder, *TINY, "--start", start, "--seed", "3", "--generations", "0")
+        assert made.returncode == 0, made.stderr
+    start_net = json.loads((run / "run.json").read_text())["start"]
+    assert best(run) == start_net
+    lines = gzip.decompress((run / "networks" / f"{start_net}.gz").read_bytes()).decode() \
+        .splitlines()
+    plain_lines = gzip.decompress((plain / "networks" / f"{best(plain)}.gz").read_bytes()) \
+        .decode().splitlines()
+    assert len(lines) == len(plain_lines) == 1 + 4 * 3 + 6 + 8  # a 1x8 network
+    zeroed = {17, 18, 25, 26}  # policy FC weights, biases; value FC2 weights, bias
+    for i, (line, plain_line) in enumerate(zip(lines, plain_lines)):
+        if i in zeroed:
+            assert set(line.split()) == {"0"} != set(plain_line.split()), i
+        else:
+            assert line == plain_line, i
+    before = tree_digest(run)
+    _one_line_error(zero(run, *TINY, "--start", "random", "--generations", "1"),
+                    "--start random")
+    _one_line_error(zero(run, *TINY, "--start", "uniform", "-w", str(tmp_path / "x.gz")),
+                    "not both")
+    again = zero(run, *TINY, "--start", "uniform", "--generations", "0")
+    assert again.returncode == 0, again.stderr
+    assert {k: v for k, v in tree_digest(run).items() if k != "log.txt"} == \
+        {k: v for k, v in before.items() if k != "log.txt"}

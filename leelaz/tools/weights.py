@@ -37,18 +37,22 @@ def command() -> None:
 @click.option("--tame", is_flag=True,
               help="Scale each residual block's second convolution by 0.2, so deep random nets "
                    "stay finite in fp16 (for benchmarks of 20+ blocks).")
+@click.option("--uniform", is_flag=True,
+              help="Zero the last layer of both heads: a uniform policy and a value of 0.5 "
+                   "everywhere (a Zero run's classic start; the tower stays random).")
 @click.option("--version", "file_version", type=click.Choice(["1", "2"]), default="1",
               show_default=True, help="File version (2: the value head is Black's, as ELF's).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="File to write; a name ending in .gz is gzipped.")
-def random_command(blocks, filters, seed, tame, file_version, output) -> None:
+def random_command(blocks, filters, seed, tame, uniform, file_version, output) -> None:
     """Write a seeded random network."""
     try:
-        make_random_weights(output, blocks, filters, seed, tame=tame, version=int(file_version))
+        make_random_weights(output, blocks, filters, seed, tame=tame, version=int(file_version),
+                            uniform=uniform)
     except OSError as exc:
         raise ToolError(f"cannot write {output}: {exc.strerror or exc}") from None
     click.echo(f"wrote {output}: {blocks} blocks x {filters} filters, seed {seed}"
-               + (", tame" if tame else ""), err=True)
+               + (", tame" if tame else "") + (", uniform heads" if uniform else ""), err=True)
 
 
 def _load(path: str):

@@ -43,8 +43,10 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _check_start(run: RunDir, size: str | None, weights: str | None) -> tuple[int, int]:
-    """The run's (blocks, filters), checking --size and -w against each other and DIR."""
+def _check_start(run: RunDir, size: str | None, weights: str | None,
+                 start: str | None = None) -> tuple[int, int]:
+    """The run's (blocks, filters), checking --size, -w and --start against each other and
+    DIR."""
     wanted = parse_size(size) if size else None
     if weights is not None:
         from_file = network_size(weights)
@@ -60,11 +62,26 @@ def _check_start(run: RunDir, size: str | None, weights: str | None) -> tuple[in
         if weights is not None and network_id(network_text(weights)) != info.start:
             raise RunError(f"{run.root} started from network {info.start[:12]}, not "
                            f"{weights}; leave out -w to continue it, or use another DIR")
+        if weights is None and start is not None and \
+                _random_start_id(info.blocks, info.filters, info.seed, start) != info.start:
+            raise RunError(f"{run.root} did not start from the --start {start} network of "
+                           f"seed {info.seed}; leave out --start to continue it, or use "
+                           "another DIR")
         return info.blocks, info.filters
     return wanted or parse_size(DEFAULT_SIZE)
 
 
-def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int):
+def _random_start_id(blocks: int, filters: int, seed: int, start: str) -> str:
+    """The network id of the seeded random start that --start names."""
+    from leelaz.backends.random_weights import random_tensors
+    from leelaz.backends.weights_writer import weights_text
+
+    tensors = random_tensors(blocks, filters, seed, uniform=start == "uniform")
+    return network_id(weights_text(tensors, 1).encode())
+
+
+def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int,
+            start: str = "random"):
     """Write the starting network and run.json (last)."""
     if weights is not None:
         return run.create(weights, *size, seed=seed)
@@ -72,7 +89,7 @@ def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int):
 
     tmp = run.root / f".start-{os.getpid()}.gz"
     try:
-        make_random_weights(str(tmp), size[0], size[1], seed)
+        make_random_weights(str(tmp), size[0], size[1], seed, uniform=start == "uniform")
         return run.create(str(tmp), *size, seed=seed)
     finally:
         if tmp.exists():
@@ -86,7 +103,9 @@ def run_zero(directory: str, opts: dict) -> int:
     if opts["ray"] is not None:
         from leelaz.zero.ray_executor import import_ray
         import_ray()  # say what to install before touching DIR
-    size = _check_start(run, opts["size"], opts["weights"])
+    if opts.get("start") is not None and opts["weights"] is not None:
+        raise RunError("give -w or --start, not both")
+    size = _check_start(run, opts["size"], opts["weights"], opts.get("start"))
     run.check_usable()
     run.lock()
     executor = None
@@ -102,7 +121,7 @@ def run_zero(directory: str, opts: dict) -> int:
             removed = run.remove_temporaries()
             run.log(f"resumed ({removed} temporary file(s) of killed writers removed)")
         else:
-            info = _create(run, size, opts["weights"], opts["seed"])
+            info = _create(run, size, opts["weights"], opts["seed"], opts.get("start") or "random")
             run.log(f"created: {info.size}, starting network {info.start}")
         settings = _settings(opts, executor)
         _say(f"leelaz zero {run.root}: {info.size}, best {run.best()[:12]}, "
@@ -179,6 +198,10 @@ def show_status(run: RunDir) -> int:
               help="How often the trainer saves its checkpoint [default: the trainer's].")
 @click.option("--size", default=None, metavar="BLOCKSxFILTERS",
               help=f"Network size of a new run's random start [default: {DEFAULT_SIZE}].")
+@click.option("--start", type=click.Choice(["random", "uniform"]), default=None,
+              help="A new run's seeded random start: random heads (a peaked random policy), or "
+                   "uniform (both heads' last layer zero: uniform policy, value 0.5, as Leela "
+                   "Zero's all-zero start) [default: random].")
 @click.option("-w", "--weights", default=None, metavar="FILE",
               help="Start a new run from this network instead of a random one.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
