@@ -473,3 +473,28 @@ def test_uniform_start_and_a_rerun_must_name_the_same_start(tmp_path):
     assert again.returncode == 0, again.stderr
     assert {k: v for k, v in tree_digest(run).items() if k != "log.txt"} == \
         {k: v for k, v in before.items() if k != "log.txt"}
+
+
+def _option_flags(folder: Path) -> set[str]:
+    """The `Leela Zero options:` flags of every finished game's SGF under folder."""
+    flags = set()
+    for sgf in folder.rglob("[!.]*.sgf"):
+        comment = sgf.read_text().split("Leela Zero options:", 1)[1].split("]", 1)[0]
+        flags.add(" -d " in comment + " ")
+    return flags
+
+
+def test_dumbpass_per_generation(tmp_path):
+    """--no-dumbpass plays a generation's self-play and match with Leela Zero's engine pass
+    rules (no -d in the SGFs' options); the next generation, without it, goes back to -d."""
+    run = tmp_path / "run"
+    args = (*TINY, "--games-per-gen", "2", "--match-games", "2")
+    first = zero(run, *args, "--no-dumbpass", "--generations", "1")
+    assert first.returncode == 0, first.stderr
+    second = zero(run, *args, "--generations", "2")
+    assert second.returncode == 0, second.stderr
+    for gen, dumb in ((1, False), (2, True)):
+        rec = record(run, gen)
+        assert rec["selfplay"]["dumbpass"] is dumb and rec["gate"]["dumbpass"] is dumb
+        assert _option_flags(run / rec["selfplay"]["dir"]) == {dumb}
+        assert _option_flags(run / rec["gate"]["dir"]) == {dumb}

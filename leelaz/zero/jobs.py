@@ -55,7 +55,8 @@ def selfplay_job(spec: dict) -> dict:
                             visits=spec["visits"], parallel=spec["parallel"],
                             seed=spec["seed"], cpu_only=spec["cpu_only"],
                             gpus=tuple(spec["gpus"]), progress=spec.get("progress", False),
-                            **_optional(spec, "max_moves", "network_backend"))
+                            **_optional(spec, "max_moves", "network_backend",
+                                        "dumbpass"))
     report = {name: getattr(summary, name) for name in SUMMED if hasattr(summary, name)}
     report["backend"] = str(getattr(summary, "backend", "") or "")
     return report
@@ -74,7 +75,7 @@ def match_job(spec: dict) -> dict:
                         cpu_only=spec["cpu_only"], gpus=tuple(spec["gpus"]),
                         progress=spec.get("progress", False),
                         shard=(spec.get("shard", 0), spec.get("shards", 1)),
-                        **_optional(spec, "max_moves", "network_backend"))
+                        **_optional(spec, "max_moves", "network_backend", "dumbpass"))
     return {"wins": int(result.wins), "losses": int(result.losses), "draws": int(result.draws),
             "games": int(result.games), "llr": float(result.llr), "decision": result.decision,
             "played": int(result.played), "moves": int(getattr(result, "moves", 0))}

@@ -54,6 +54,7 @@ class Settings:
     match_games: int = 400  # the server's cap on a gating match
     parallel: int = 8  # games in flight per worker, their leaves batched together
     max_moves: int | None = None  # end games after this many moves; None: autogtp's 722
+    dumbpass: bool = True  # -d (autogtp, the server): pass only as the search picks it
     workers: int = 1  # self-play jobs at once
     cpu_only: bool = False
     gpus: tuple[int, ...] = ()
@@ -155,6 +156,7 @@ class ZeroLoop:
         if "jobs" not in sp:  # fixed once: a rerun with other --workers resumes the same jobs
             n, k = self.s.games_per_gen, max(1, min(self.s.workers, self.s.games_per_gen))
             sp.update(dir=str(folder.relative_to(self.run.root)), visits=self.s.visits,
+                      dumbpass=self.s.dumbpass,
                       jobs=[n // k + (1 if i < n % k else 0) for i in range(k)],
                       seconds=0.0, played=0)
             self.run.save_generation(record)
@@ -162,7 +164,8 @@ class ZeroLoop:
                       out_dir=str(folder / f"j{i:02d}"), games=games, visits=sp["visits"],
                       parallel=self.s.parallel, seed=self._seed(gen, i),
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
-                      max_moves=self.s.max_moves, network_backend=self.s.network_backend)
+                      max_moves=self.s.max_moves, network_backend=self.s.network_backend,
+                      dumbpass=sp.get("dumbpass", True))
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
@@ -245,7 +248,7 @@ class ZeroLoop:
             folder = self.run.match_dir(gen, candidate, best)
             gate.update(gated=self.s.gate, dir=str(folder.relative_to(self.run.root)),
                         max_games=self.s.match_games, visits=self.s.match_visits,
-                        seconds=0.0)
+                        dumbpass=self.s.dumbpass, seconds=0.0)
             self.run.save_generation(record)
         if not gate["gated"]:
             gate["done"] = True
@@ -267,7 +270,8 @@ class ZeroLoop:
                       parallel=self.s.parallel, seed=self._seed(gen, 777),
                       shard=shard, shards=gate["shards"],
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
-                      max_moves=self.s.max_moves, network_backend=self.s.network_backend)
+                      max_moves=self.s.max_moves, network_backend=self.s.network_backend,
+                      dumbpass=gate.get("dumbpass", True))
                  for shard in range(gate["shards"])]
         start = time.monotonic()
         bar = _Bar(gate["max_games"], f"gen {gen} match", 0, self.s.progress)
