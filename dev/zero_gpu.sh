@@ -5,7 +5,8 @@
 #                                    next call: it resumes the same DIR until GENERATIONS
 #   bash dev/zero_gpu.sh final       the best network against the starting random one,
 #                                    FINAL_GAMES games without SPRT (the >= 95% check),
-#                                    as WORKERS shard processes (MAX_MOVES caps a game)
+#                                    as WORKERS shard processes (MAX_MOVES caps a game),
+#                                    at MATCH_VISITS, with DUMBPASS as the loop
 #   bash dev/zero_gpu.sh ray 1 4 8   self-play throughput on Ray with K workers (one GPU,
 #                                    1/K of it each): --selfplay-only, one DIR per K
 #
@@ -27,23 +28,40 @@
 # filelock; `pip download --no-deps` for cp312 as /work/.library/device/README.md says).
 # Carry .whl-ray1 in one call and .whl-ray2 in the next: every call copies what it carries
 # to /tmp/rayparts, which a warm machine keeps, and `ray` joins the parts.
-# Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (6x64), SEED (1), VISITS (100), MATCH_VISITS (100), GAMES (256 per generation),
-# WINDOW (768 games), STEPS (1500), BATCH (256), PARALLEL (64), WORKERS (4),
-# GENERATIONS (4), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
+# The recipe (issue 16; the CPU evidence is in docs/performance.md): a uniform start (START:
+# the seeded random tower with both heads' last layer zero, uniform policy, value 0.5: Leela
+# Zero's all-zero start), so generation 1's self-play is random play; being random, it needs no
+# search, so it runs at FIRST_VISITS (2) for FIRST_GAMES (600) games played to the end (no
+# --max-moves cut: a random game scored at move 250 is noise); its candidate learns the value
+# of a position from those outcomes and beats the start through its 16-visit search. Later
+# generations play GAMES at VISITS, where the search with a value head improves the moves.
+# Self-play, gating and `final` play without -d (DUMBPASS=0: Leela Zero's engine pass rules,
+# never a pass that loses on the board's score): with -d, weak networks pass early and the
+# outcome is the komi, not the play (on the CPU: generation 1 beat the start 72-29 with -d,
+# 40-0 without).
+# Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (6x64), SEED (1),
+# START (uniform; random: peaked random heads), DUMBPASS (0; 1: autogtp's -d),
+# FIRST_VISITS (2), FIRST_GAMES (600),
+# VISITS (16), MATCH_VISITS (16), GAMES (300 per generation after the first),
+# WINDOW (1200 games), STEPS (800), BATCH (256), PARALLEL (24), WORKERS (14),
+# GENERATIONS (2), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
 # BUDGET (560 s for the whole call; `ray` skips a K that would start with under 90 s left),
 # OUT (/tmp/zero-out).
 # LOCAL=1 is the dry run on a machine without a GPU (--cpu-only, tiny settings from the env),
-# e.g. LOCAL=1 SIZE=1x8 VISITS=2 MATCH_VISITS=2 GAMES=4 STEPS=4 BATCH=16 PARALLEL=2 WORKERS=2 \
-#      GENERATIONS=1 MATCH_GAMES=4 FINAL_GAMES=2 RAY_GAMES=2 bash dev/zero_gpu.sh loop
+# e.g. LOCAL=1 SIZE=1x8 FIRST_GAMES=4 VISITS=2 MATCH_VISITS=2 GAMES=4 STEPS=4 BATCH=16 \
+#      PARALLEL=2 WORKERS=2 GENERATIONS=2 MATCH_GAMES=4 FINAL_GAMES=2 RAY_GAMES=2 \
+#      EXTRA="--max-moves 60" bash dev/zero_gpu.sh loop
 set -u
 MODE=${1:-}; shift || true
-SIZE=${SIZE:-6x64}; SEED=${SEED:-1}; VISITS=${VISITS:-100}; MATCH_VISITS=${MATCH_VISITS:-100}
-GAMES=${GAMES:-256}; WINDOW=${WINDOW:-768}; STEPS=${STEPS:-1500}; BATCH=${BATCH:-256}
-PARALLEL=${PARALLEL:-64}; WORKERS=${WORKERS:-4}; GENERATIONS=${GENERATIONS:-4}
+SIZE=${SIZE:-6x64}; SEED=${SEED:-1}; START=${START:-uniform}; DUMBPASS=${DUMBPASS:-0}
+FIRST_VISITS=${FIRST_VISITS:-2}; FIRST_GAMES=${FIRST_GAMES:-600}
+VISITS=${VISITS:-16}; MATCH_VISITS=${MATCH_VISITS:-16}
+GAMES=${GAMES:-300}; WINDOW=${WINDOW:-1200}; STEPS=${STEPS:-800}; BATCH=${BATCH:-256}
+PARALLEL=${PARALLEL:-24}; WORKERS=${WORKERS:-14}; GENERATIONS=${GENERATIONS:-2}
 MATCH_GAMES=${MATCH_GAMES:-400}; FINAL_GAMES=${FINAL_GAMES:-60}; RAY_GAMES=${RAY_GAMES:-64}
 BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}
 OUT=${OUT:-/tmp/zero-out}; mkdir -p "$OUT"
-DIR=/tmp/zero-$SIZE-s$SEED
+DIR=/tmp/zero-$SIZE-s$SEED${START:+-$START}
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 
 if [ "$LOCAL" = 1 ]; then
@@ -62,6 +80,7 @@ else
   python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.cuda.is_available())'
 fi
 ZERO="python3 -m leelaz zero"
+if [ "$DUMBPASS" = 1 ]; then PASSFLAG=--dumbpass; else PASSFLAG=--no-dumbpass; fi
 
 save_state() {  # a run folder without its games, to $OUT/<its name>.tar.gz (+ status.txt/png)
   local d=$1 name=$(basename "$1")
@@ -81,11 +100,21 @@ restore_state() {  # a cold machine: start again from a carried .zero-state/<nam
 case "$MODE" in
   loop)
     restore_state $DIR
-    timeout -s KILL $BUDGET $ZERO $DIR --size $SIZE --seed $SEED -v $VISITS \
-      --match-visits $MATCH_VISITS --games-per-gen $GAMES --window $WINDOW --steps $STEPS \
-      --batch $BATCH --parallel $PARALLEL --workers $WORKERS --generations $GENERATIONS \
-      --match-games $MATCH_GAMES ${EXTRA:-} $CPU -q
-    echo "exit status $? (137: stopped at BUDGET; run again to continue)"
+    # Generation 1 (FIRST_GAMES at FIRST_VISITS), then the rest (GAMES at VISITS), each
+    # within what is left of BUDGET; a finished generation 1 makes the first command a no-op.
+    for PHASE in first rest; do
+      if [ $PHASE = first ]; then G=1 V=$FIRST_VISITS N=$FIRST_GAMES; else
+        G=$GENERATIONS V=$VISITS N=$GAMES; fi
+      LEFT=$((BUDGET - SECONDS))
+      [ $LEFT -gt 10 ] || break
+      timeout -s KILL $LEFT $ZERO $DIR --size $SIZE --seed $SEED ${START:+--start $START} \
+        -v $V --match-visits $MATCH_VISITS --games-per-gen $N --window $WINDOW \
+        --steps $STEPS --batch $BATCH --parallel $PARALLEL --workers $WORKERS \
+        --generations $G --match-games $MATCH_GAMES $PASSFLAG ${EXTRA:-} $CPU -q
+      RC=$?
+      echo "$PHASE: exit status $RC (137: stopped at BUDGET; run again to continue)"
+      [ $RC = 0 ] || break
+    done
     save_state $DIR ;;
   final)
     restore_state $DIR
@@ -93,16 +122,16 @@ case "$MODE" in
     # loop's gating runs: one process alone is limited by its Python thread.
     for S in $(seq 0 $((WORKERS - 1))); do
       timeout -s KILL $BUDGET python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
-          "$LOCAL" "$S" "$WORKERS" "${MAX_MOVES:-0}" <<'EOF' &
+          "$LOCAL" "$S" "$WORKERS" "${MAX_MOVES:-0}" "$DUMBPASS" <<'EOF' &
 import json, os, sys
 from leelaz.selfplay import play_match
-run, games, visits, parallel, local, s, w, max_moves = sys.argv[1], *map(int, sys.argv[2:])
+run, games, visits, parallel, local, s, w, max_moves, dumbpass = sys.argv[1], *map(int, sys.argv[2:])
 best = open(os.path.join(run, "best")).read().strip()
 start = json.load(open(os.path.join(run, "run.json")))["start"]
 net = lambda sha: os.path.join(run, "networks", sha + ".gz")
 play_match(net(best), net(start), os.path.join(run, "final-vs-start"), max_games=games,
            sprt=False, visits=visits, parallel=parallel, seed=7, cpu_only=bool(local),
-           progress=False, shard=(s, w), max_moves=max_moves or None)
+           progress=False, shard=(s, w), max_moves=max_moves or None, dumbpass=bool(dumbpass))
 EOF
     done
     wait
