@@ -35,12 +35,13 @@
 # --max-moves cut: a random game scored at move 250 is noise); its candidate learns the value
 # of a position from those outcomes and beats the start through its 16-visit search. Later
 # generations play GAMES at VISITS, where the search with a value head improves the moves.
-# Self-play, gating and `final` play without -d (DUMBPASS=0: Leela Zero's engine pass rules,
-# never a pass that loses on the board's score): with -d, weak networks pass early and the
-# outcome is the komi, not the play (on the CPU: generation 1 beat the start 72-29 with -d,
-# 40-0 without).
+# Generation 1 plays with -d (autogtp's: the random games end by the passes the noise
+# draws); later generations and `final` play without it (DUMBPASS=0: Leela Zero's engine pass
+# rules, never a pass that loses on the board's score): with -d, weak networks pass early and
+# the outcome is the komi, not the play (on the CPU, generation 1 against the start: 72-29
+# with -d, 40-0 without).
 # Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (6x64), SEED (1),
-# START (uniform; random: peaked random heads), DUMBPASS (0; 1: autogtp's -d),
+# START (uniform; random: peaked random heads), DUMBPASS (0; 1: autogtp's -d after gen 1),
 # FIRST_VISITS (2), FIRST_GAMES (600),
 # VISITS (16), MATCH_VISITS (16), GAMES (300 per generation after the first),
 # WINDOW (1200 games), STEPS (800), BATCH (256), PARALLEL (24), WORKERS (14),
@@ -103,14 +104,14 @@ case "$MODE" in
     # Generation 1 (FIRST_GAMES at FIRST_VISITS), then the rest (GAMES at VISITS), each
     # within what is left of BUDGET; a finished generation 1 makes the first command a no-op.
     for PHASE in first rest; do
-      if [ $PHASE = first ]; then G=1 V=$FIRST_VISITS N=$FIRST_GAMES; else
-        G=$GENERATIONS V=$VISITS N=$GAMES; fi
+      if [ $PHASE = first ]; then G=1 V=$FIRST_VISITS N=$FIRST_GAMES P=--dumbpass; else
+        G=$GENERATIONS V=$VISITS N=$GAMES P=$PASSFLAG; fi
       LEFT=$((BUDGET - SECONDS))
       [ $LEFT -gt 10 ] || break
       timeout -s KILL $LEFT $ZERO $DIR --size $SIZE --seed $SEED ${START:+--start $START} \
         -v $V --match-visits $MATCH_VISITS --games-per-gen $N --window $WINDOW \
         --steps $STEPS --batch $BATCH --parallel $PARALLEL --workers $WORKERS \
-        --generations $G --match-games $MATCH_GAMES $PASSFLAG ${EXTRA:-} $CPU -q
+        --generations $G --match-games $MATCH_GAMES $P ${EXTRA:-} $CPU -q
       RC=$?
       echo "$PHASE: exit status $RC (137: stopped at BUDGET; run again to continue)"
       [ $RC = 0 ] || break
