@@ -79,6 +79,14 @@ else
   mkdir -p /tmp/rayparts && cp -r .whl-ray1/. .whl-ray2/. /tmp/rayparts/ 2>/dev/null  # kept while warm
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.cuda.is_available())'
+  # Tune OpenCL once for this network size and batch (PARALLEL games x 6 leaves), so that the
+  # WORKERS processes of the first phase find it cached instead of all tuning at once.
+  if [ "$MODE" != ray ] && [ ! -f $HOME/pretuned-$SIZE-$PARALLEL ]; then
+    python3 -m leelaz weights random --blocks ${SIZE%x*} --filters ${SIZE#*x} -o /tmp/pretune.txt 2>/dev/null
+    python3 -m leelaz selfplay -w /tmp/pretune.txt --games $PARALLEL --parallel $PARALLEL -v 1 \
+      --out /tmp/pretune-games -q > /dev/null 2>&1 && touch $HOME/pretuned-$SIZE-$PARALLEL
+    echo "OpenCL tuned for $SIZE, batch $((PARALLEL * 6)): $SECONDS s"
+  fi
 fi
 ZERO="python3 -m leelaz zero"
 if [ "$DUMBPASS" = 1 ]; then PASSFLAG=--dumbpass; else PASSFLAG=--no-dumbpass; fi
