@@ -16,7 +16,9 @@
 # at most 8), so unpacking it here and `leelaz zero <dir> --status` redraws the table and the
 # Elo plot; and if the machine went cold, put that tar.gz into the checkout's .zero-state/ and
 # carry .zero-state: the run goes on from it (the games of earlier generations are gone, so the
-# next window holds only new ones; a generation in progress replays its phase).
+# next window holds only new ones; a generation in progress replays its phase). Each call also
+# returns our OpenCL tuning file ($OUT/opencl_tuning.json): put it into .zero-state/ too, and
+# a cold machine skips the tuning before the loop (about two minutes).
 # Every call stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
 # call continues where it stopped).
 #
@@ -81,6 +83,10 @@ else
   python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.cuda.is_available())'
   # Tune OpenCL once for this network size and batch (PARALLEL games x 6 leaves), so that the
   # WORKERS processes of the first phase find it cached instead of all tuning at once.
+  # A tuning file carried back from an earlier call (.zero-state/opencl_tuning.json) spares it.
+  mkdir -p $HOME/.local/share/leelaz
+  [ -f .zero-state/opencl_tuning.json ] && [ ! -f $HOME/.local/share/leelaz/opencl_tuning.json ] \
+    && cp .zero-state/opencl_tuning.json $HOME/.local/share/leelaz/
   if [ "$MODE" != ray ] && [ ! -f $HOME/pretuned-$SIZE-$PARALLEL ]; then
     python3 -m leelaz weights random --blocks ${SIZE%x*} --filters ${SIZE#*x} -o /tmp/pretune.txt 2>/dev/null
     python3 -m leelaz selfplay -w /tmp/pretune.txt --games $PARALLEL --parallel $PARALLEL -v 1 \
@@ -97,6 +103,7 @@ save_state() {  # a run folder without its games, to $OUT/<its name>.tar.gz (+ s
   tar -czf "$OUT/$name.tar.gz" -C "$(dirname "$d")" \
     $(cd "$(dirname "$d")" && ls -d "$name"/{run.json,best,generations,networks,log.txt,status.txt,status.png} 2>/dev/null)
   cp "$d/status.txt" "$OUT/$name-status.txt"; cp "$d/status.png" "$OUT/$name-status.png" 2>/dev/null
+  cp $HOME/.local/share/leelaz/opencl_tuning.json "$OUT/" 2>/dev/null  # for .zero-state/
 }
 
 restore_state() {  # a cold machine: start again from a carried .zero-state/<name>.tar.gz
@@ -130,7 +137,7 @@ case "$MODE" in
     # WORKERS processes, each a shard of the one match (play_match's shard=(s, W)), as the
     # loop's gating runs: one process alone is limited by its Python thread.
     for S in $(seq 0 $((WORKERS - 1))); do
-      timeout -s KILL $BUDGET python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
+      timeout -s KILL $((BUDGET - SECONDS)) python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
           "$LOCAL" "$S" "$WORKERS" "${MAX_MOVES:-0}" "$DUMBPASS" <<'EOF' &
 import json, os, sys
 from leelaz.selfplay import play_match
@@ -146,7 +153,10 @@ EOF
     wait
     python3 - "$DIR" <<'EOF' | tee -a $OUT/final.txt
 import json, os, sys
-r = json.load(open(os.path.join(sys.argv[1], "final-vs-start", "result.json")))
+path = os.path.join(sys.argv[1], "final-vs-start", "result.json")
+if not os.path.exists(path):
+    sys.exit("final: no result yet (the match stopped at BUDGET); run `final` again: it resumes")
+r = json.load(open(path))
 best = open(os.path.join(sys.argv[1], "best")).read().strip()
 start = json.load(open(os.path.join(sys.argv[1], "run.json")))["start"]
 print(f"best {best[:12]} vs start {start[:12]}: {r['wins']}-{r['losses']} of {r['games']} "
