@@ -48,9 +48,9 @@ EXTRA1=${EXTRA1:-}; EXTRA2=${EXTRA2:-}; LOCAL=${LOCAL:-0}; SPRT=${SPRT:-0}
 OPENING=${OPENING:--m 10 --precision single}
 OUT=${OUT:-/tmp/strength-out}; mkdir -p "$OUT"
 NET=$PWD/weights/leelaz-6x128.txt.gz
-W=/tmp/match-$MODE; rm -rf "$W"; mkdir -p "$W/sgf" "$W/logs"
 STONES=${STONES:-5}; DYN=${DYN:-0}
 TAG=$MODE$([ "$DYN" = 1 ] && echo -dyn)-$FIRST
+W=/tmp/match-$TAG; rm -rf "$W"; mkdir -p "$W/sgf" "$W/logs"  # two matches may run side by side
 REPORT=$OUT/$TAG.txt
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 
@@ -62,12 +62,18 @@ else
   CPU=
   mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
   export OCL_ICD_VENDORS=/tmp/icd
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+  # Installed once per warm machine (a second script started beside this one skips it).
+  [ -d /tmp/site/pyopencl ] || python3 -m pip install -q --no-index --no-deps --no-compile \
+    --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
   # Leela Zero finds its OpenCL tuning under $HOME; ours caches its own there too.
   export HOME=/tmp/strengthhome; mkdir -p $HOME/.local/share/leela-zero
   cp .lzpack/leelaz_opencl_tuning $HOME/.local/share/leela-zero/ 2>/dev/null
+  # Ours: a file from an earlier call ($OUT/opencl_tuning.json, put into .gnugo/) spares the
+  # tuning on a cold machine.
+  mkdir -p $HOME/.local/share/leelaz
+  [ -f $HOME/.local/share/leelaz/opencl_tuning.json ] || cp .gnugo/opencl_tuning.json \
+    $HOME/.local/share/leelaz/ 2>/dev/null
   LZ="env LD_LIBRARY_PATH=$PWD/.lzpack/lib $PWD/.lzpack/leelaz"
   GNUGO="env LD_LIBRARY_PATH=$PWD/.gnugo/lib $PWD/.gnugo/bin/gnugo"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -126,4 +132,5 @@ PY
 grep -hiE "error|traceback|exception" "$W"/logs/*.log 2>/dev/null | sort | uniq -c | sort -rn \
   | head -5 | sed 's/^/log: /' | tee -a "$REPORT"
 tar -C "$W" -czf "$OUT/$TAG.tar.gz" sgf
+[ "$LOCAL" = 1 ] || cp $HOME/.local/share/leelaz/opencl_tuning.json "$OUT/" 2>/dev/null
 echo "== wrote $REPORT and $OUT/$TAG.tar.gz ($(ls "$W"/sgf | wc -l) SGFs) in $SECONDS s"

@@ -48,6 +48,7 @@
 # VISITS (16), MATCH_VISITS (16), GAMES (300 per generation after the first),
 # WINDOW (1200 games), STEPS (800), BATCH (256), PARALLEL (24), WORKERS (14),
 # GENERATIONS (2), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
+# BACKEND (auto: OpenCL, tuned once before the loop; torch: cuDNN, no tuning),
 # BUDGET (560 s for the whole call; `ray` skips a K that would start with under 90 s left),
 # OUT (/tmp/zero-out).
 # LOCAL=1 is the dry run on a machine without a GPU (--cpu-only, tiny settings from the env),
@@ -62,7 +63,7 @@ VISITS=${VISITS:-16}; MATCH_VISITS=${MATCH_VISITS:-16}
 GAMES=${GAMES:-300}; WINDOW=${WINDOW:-1200}; STEPS=${STEPS:-800}; BATCH=${BATCH:-256}
 PARALLEL=${PARALLEL:-24}; WORKERS=${WORKERS:-14}; GENERATIONS=${GENERATIONS:-2}
 MATCH_GAMES=${MATCH_GAMES:-400}; FINAL_GAMES=${FINAL_GAMES:-60}; RAY_GAMES=${RAY_GAMES:-64}
-BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}
+BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}; BACKEND=${BACKEND:-auto}
 OUT=${OUT:-/tmp/zero-out}; mkdir -p "$OUT"
 DIR=/tmp/zero-$SIZE-s$SEED${START:+-$START}
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -74,8 +75,9 @@ else
   CPU=
   mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
   export OCL_ICD_VENDORS=/tmp/icd
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+  # Installed once per warm machine (a second script started beside this one skips it).
+  [ -d /tmp/site/pyopencl ] || python3 -m pip install -q --no-index --no-deps --no-compile \
+    --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
   export HOME=/tmp/zerohome; mkdir -p $HOME  # the OpenCL tuning cache, kept while warm
   mkdir -p /tmp/rayparts && cp -r .whl-ray1/. .whl-ray2/. /tmp/rayparts/ 2>/dev/null  # kept while warm
@@ -87,14 +89,14 @@ else
   mkdir -p $HOME/.local/share/leelaz
   [ -f .zero-state/opencl_tuning.json ] && [ ! -f $HOME/.local/share/leelaz/opencl_tuning.json ] \
     && cp .zero-state/opencl_tuning.json $HOME/.local/share/leelaz/
-  if [ "$MODE" != ray ] && [ ! -f $HOME/pretuned-$SIZE-$PARALLEL ]; then
+  if [ "$MODE" != ray ] && [ "$BACKEND" != torch ] && [ ! -f $HOME/pretuned-$SIZE-$PARALLEL ]; then
     python3 -m leelaz weights random --blocks ${SIZE%x*} --filters ${SIZE#*x} -o /tmp/pretune.txt 2>/dev/null
     python3 -m leelaz selfplay -w /tmp/pretune.txt --games $PARALLEL --parallel $PARALLEL -v 1 \
       --out /tmp/pretune-games -q > /dev/null 2>&1 && touch $HOME/pretuned-$SIZE-$PARALLEL
     echo "OpenCL tuned for $SIZE, batch $((PARALLEL * 6)): $SECONDS s"
   fi
 fi
-ZERO="python3 -m leelaz zero"
+ZERO="python3 -m leelaz zero"; BACKFLAG="--backend $BACKEND"
 if [ "$DUMBPASS" = 1 ]; then PASSFLAG=--dumbpass; else PASSFLAG=--no-dumbpass; fi
 
 save_state() {  # a run folder without its games, to $OUT/<its name>.tar.gz (+ status.txt/png)
@@ -126,7 +128,7 @@ case "$MODE" in
       timeout -s KILL $LEFT $ZERO $DIR --size $SIZE --seed $SEED ${START:+--start $START} \
         -v $V --match-visits $MATCH_VISITS --games-per-gen $N --window $WINDOW \
         --steps $STEPS --batch $BATCH --parallel $PARALLEL --workers $WORKERS \
-        --generations $G --match-games $MATCH_GAMES $P ${EXTRA:-} $CPU -q
+        --generations $G --match-games $MATCH_GAMES $P $BACKFLAG ${EXTRA:-} $CPU -q
       RC=$?
       echo "$PHASE: exit status $RC (137: stopped at BUDGET; run again to continue)"
       [ $RC = 0 ] || break
@@ -138,16 +140,18 @@ case "$MODE" in
     # loop's gating runs: one process alone is limited by its Python thread.
     for S in $(seq 0 $((WORKERS - 1))); do
       timeout -s KILL $((BUDGET - SECONDS)) python3 - "$DIR" "$FINAL_GAMES" "$MATCH_VISITS" "$PARALLEL" \
-          "$LOCAL" "$S" "$WORKERS" "${MAX_MOVES:-0}" "$DUMBPASS" <<'EOF' &
+          "$LOCAL" "$S" "$WORKERS" "${MAX_MOVES:-0}" "$DUMBPASS" "$BACKEND" <<'EOF' &
 import json, os, sys
 from leelaz.selfplay import play_match
-run, games, visits, parallel, local, s, w, max_moves, dumbpass = sys.argv[1], *map(int, sys.argv[2:])
+run, backend = sys.argv[1], sys.argv[-1]
+games, visits, parallel, local, s, w, max_moves, dumbpass = map(int, sys.argv[2:-1])
 best = open(os.path.join(run, "best")).read().strip()
 start = json.load(open(os.path.join(run, "run.json")))["start"]
 net = lambda sha: os.path.join(run, "networks", sha + ".gz")
 play_match(net(best), net(start), os.path.join(run, "final-vs-start"), max_games=games,
            sprt=False, visits=visits, parallel=parallel, seed=7, cpu_only=bool(local),
-           progress=False, shard=(s, w), max_moves=max_moves or None, dumbpass=bool(dumbpass))
+           progress=False, shard=(s, w), max_moves=max_moves or None, dumbpass=bool(dumbpass),
+           network_backend=backend)
 EOF
     done
     wait
@@ -180,7 +184,7 @@ EOF
       fi
       timeout -s KILL $LEFT $ZERO $R --size $SIZE --seed $SEED -v $VISITS \
         --games-per-gen $((RAY_GAMES * K)) --parallel $PARALLEL --ray auto --workers $K \
-        --selfplay-only $CPU -q 2>&1 | grep -v WARNING
+        --selfplay-only $BACKFLAG $CPU -q 2>&1 | grep -v WARNING
       grep "self-play games" $R/log.txt | tail -1 | sed "s/^/workers $K: /" | tee -a $OUT/ray.txt
       save_state $R
     done ;;

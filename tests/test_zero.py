@@ -189,6 +189,19 @@ def test_window_takes_the_newest_finished_games(tmp_path):
                                g1 + "000000-11111111.txt.0.gz"], 2)
 
 
+def test_gate_deals_no_more_games_at_once_than_the_sprt_can_need_first():
+    """The SPRT may pass a candidate only after game 100 (the server's rule): the shards'
+    first wave together covers game 101 with the fewest games per shard, never more than
+    the games in flight the loop was given."""
+    from leelaz.zero.loop import match_parallel
+
+    assert match_parallel(24, 14) == 8  # 14 x 8 = 112 >= 101 > 14 x 7 = 98
+    assert match_parallel(24, 1) == 24  # one shard: 101 would be more than it was given
+    assert match_parallel(64, 2) == 51  # 2 x 51 = 102 >= 101 > 2 x 50
+    assert match_parallel(2, 3) == 2
+    assert match_parallel(8, 400) == 1
+
+
 def test_status_table_and_elo(tmp_path):
     import math
 

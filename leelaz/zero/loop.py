@@ -27,11 +27,13 @@ leelaz.progress.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from leelaz.files import write_text_atomic
+from leelaz.selfplay.sprt import MIN_GAMES_TO_PASS
 from leelaz.zero.jobs import SUMMED, JobFailed
 from leelaz.zero.rundir import RunDir, RunInfo, finished_games
 
@@ -70,6 +72,16 @@ def machine_defaults(has_gpu: bool) -> dict:
     if has_gpu:
         return dict(games_per_gen=256, parallel=64, steps=1000, batch=256)
     return dict(games_per_gen=32, parallel=8, steps=100, batch=64)
+
+
+def match_parallel(parallel: int, shards: int) -> int:
+    """Games in flight per shard of a gating match: no more than `parallel`, and no more than
+    the shards together need for the first game at which the SPRT may pass a candidate (game
+    MIN_GAMES_TO_PASS + 1). The SPRT reads the games in index order, so games dealt beyond
+    that in the first wave are mostly played past a decision, for nothing: on the H100 a 400-game
+    gate with 14 shards of 24 dealt all its games at once and took as long as the whole match,
+    though it was decided at game 101."""
+    return max(1, min(parallel, math.ceil((MIN_GAMES_TO_PASS + 1) / max(1, shards))))
 
 
 #: The default window, in generations' worth of games (minigo and KataGo grow theirs with the
@@ -267,7 +279,8 @@ class ZeroLoop:
                       candidate=str(self.run.network_path(candidate)),
                       best=str(self.run.network_path(best)),
                       max_games=gate["max_games"], visits=gate["visits"],
-                      parallel=self.s.parallel, seed=self._seed(gen, 777),
+                      parallel=match_parallel(self.s.parallel, gate["shards"]),
+                      seed=self._seed(gen, 777),
                       shard=shard, shards=gate["shards"],
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
                       max_moves=self.s.max_moves, network_backend=self.s.network_backend,
