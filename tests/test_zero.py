@@ -488,12 +488,13 @@ def test_uniform_start_and_a_rerun_must_name_the_same_start(tmp_path):
         {k: v for k, v in before.items() if k != "log.txt"}
 
 
-def _option_flags(folder: Path) -> set[str]:
-    """The `Leela Zero options:` flags of every finished game's SGF under folder."""
+def _option_flags(folder: Path, flag: str = "-d") -> set[bool]:
+    """Whether `flag` is among the `Leela Zero options:` of each finished game's SGF under
+    folder (the set of answers)."""
     flags = set()
     for sgf in folder.rglob("[!.]*.sgf"):
         comment = sgf.read_text().split("Leela Zero options:", 1)[1].split("]", 1)[0]
-        flags.add(" -d " in comment + " ")
+        flags.add(f" {flag} " in comment + " ")
     return flags
 
 
@@ -511,3 +512,20 @@ def test_dumbpass_per_generation(tmp_path):
         assert rec["selfplay"]["dumbpass"] is dumb and rec["gate"]["dumbpass"] is dumb
         assert _option_flags(run / rec["selfplay"]["dir"]) == {dumb}
         assert _option_flags(run / rec["gate"]["dir"]) == {dumb}
+
+
+def test_noise_per_generation(tmp_path):
+    """--no-noise plays a generation's self-play without root noise (no -n in its SGFs'
+    options, as autogtp writes them); the next generation, without it, has -n again; matches
+    never have noise."""
+    run = tmp_path / "run"
+    args = (*TINY, "--games-per-gen", "2", "--match-games", "2")
+    first = zero(run, *args, "--no-noise", "--generations", "1")
+    assert first.returncode == 0, first.stderr
+    second = zero(run, *args, "--generations", "2")
+    assert second.returncode == 0, second.stderr
+    for gen, noise in ((1, False), (2, True)):
+        rec = record(run, gen)
+        assert rec["selfplay"]["noise"] is noise
+        assert _option_flags(run / rec["selfplay"]["dir"], "-n") == {noise}
+        assert _option_flags(run / rec["gate"]["dir"], "-n") == {False}

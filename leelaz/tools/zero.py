@@ -149,7 +149,7 @@ def _settings(opts: dict, executor) -> Settings:
                     lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
                     gate=not opts["no_gate"], match_games=opts["match_games"],
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
-                    dumbpass=opts.get("dumbpass", True),
+                    dumbpass=opts.get("dumbpass", True), noise=opts.get("noise", True),
                     workers=opts["workers"] or 1,
                     cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
                     network_backend=opts.get("backend") or "auto", progress=not opts["quiet"],
@@ -220,6 +220,10 @@ def show_status(run: RunDir) -> int:
                    "the server's matches), or Leela Zero's engine rules (never a pass that "
                    "loses on the board's score; pass out when it wins after the opponent's "
                    "pass). A generation keeps the value its phase started with.")
+@click.option("-n/-N", "--noise/--no-noise", default=True, show_default=True,
+              help="Self-play: Dirichlet noise at the root (autogtp's -n), or none; the "
+                   "first moves are still drawn (-m 30). A generation keeps the value its "
+                   "self-play started with.")
 @click.option("--workers", type=click.IntRange(1, None), default=None,
               help="Self-play jobs at once (processes, or Ray tasks) [default: 1].")
 @click.option("--worker-cpus", type=click.FloatRange(0, None), default=1.0, show_default=True,

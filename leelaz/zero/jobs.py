@@ -56,7 +56,7 @@ def selfplay_job(spec: dict) -> dict:
                             seed=spec["seed"], cpu_only=spec["cpu_only"],
                             gpus=tuple(spec["gpus"]), progress=spec.get("progress", False),
                             **_optional(spec, "max_moves", "network_backend",
-                                        "dumbpass"))
+                                        "dumbpass", "noise"))
     report = {name: getattr(summary, name) for name in SUMMED if hasattr(summary, name)}
     report["backend"] = str(getattr(summary, "backend", "") or "")
     return report

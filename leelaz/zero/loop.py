@@ -57,6 +57,7 @@ class Settings:
     parallel: int = 8  # games in flight per worker, their leaves batched together
     max_moves: int | None = None  # end games after this many moves; None: autogtp's 722
     dumbpass: bool = True  # -d (autogtp, the server): pass only as the search picks it
+    noise: bool = True  # -n (autogtp): Dirichlet noise at self-play roots
     workers: int = 1  # self-play jobs at once
     cpu_only: bool = False
     gpus: tuple[int, ...] = ()
@@ -168,7 +169,7 @@ class ZeroLoop:
         if "jobs" not in sp:  # fixed once: a rerun with other --workers resumes the same jobs
             n, k = self.s.games_per_gen, max(1, min(self.s.workers, self.s.games_per_gen))
             sp.update(dir=str(folder.relative_to(self.run.root)), visits=self.s.visits,
-                      dumbpass=self.s.dumbpass,
+                      dumbpass=self.s.dumbpass, noise=self.s.noise,
                       jobs=[n // k + (1 if i < n % k else 0) for i in range(k)],
                       seconds=0.0, played=0)
             self.run.save_generation(record)
@@ -177,7 +178,7 @@ class ZeroLoop:
                       parallel=self.s.parallel, seed=self._seed(gen, i),
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
                       max_moves=self.s.max_moves, network_backend=self.s.network_backend,
-                      dumbpass=sp.get("dumbpass", True))
+                      dumbpass=sp.get("dumbpass", True), noise=sp.get("noise", True))
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
