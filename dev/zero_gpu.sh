@@ -49,6 +49,7 @@
 # WINDOW (1200 games), STEPS (800), BATCH (256), PARALLEL (24), WORKERS (14),
 # GENERATIONS (2), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
 # BACKEND (auto: OpenCL, tuned once before the loop; torch: cuDNN, no tuning),
+# LR (the trainer's peak learning rate; empty: its default, 0.002), NOISE (1; 0: --no-noise),
 # BUDGET (560 s for the whole call; `ray` skips a K that would start with under 90 s left),
 # OUT (/tmp/zero-out).
 # LOCAL=1 is the dry run on a machine without a GPU (--cpu-only, tiny settings from the env),
@@ -63,7 +64,7 @@ VISITS=${VISITS:-16}; MATCH_VISITS=${MATCH_VISITS:-16}
 GAMES=${GAMES:-300}; WINDOW=${WINDOW:-1200}; STEPS=${STEPS:-800}; BATCH=${BATCH:-256}
 PARALLEL=${PARALLEL:-24}; WORKERS=${WORKERS:-14}; GENERATIONS=${GENERATIONS:-2}
 MATCH_GAMES=${MATCH_GAMES:-400}; FINAL_GAMES=${FINAL_GAMES:-60}; RAY_GAMES=${RAY_GAMES:-64}
-BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}; BACKEND=${BACKEND:-auto}
+BUDGET=${BUDGET:-560}; LOCAL=${LOCAL:-0}; BACKEND=${BACKEND:-auto}; NOISE=${NOISE:-1}; LR=${LR:-}
 OUT=${OUT:-/tmp/zero-out}; mkdir -p "$OUT"
 DIR=/tmp/zero-$SIZE-s$SEED${START:+-$START}
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -102,8 +103,22 @@ if [ "$DUMBPASS" = 1 ]; then PASSFLAG=--dumbpass; else PASSFLAG=--no-dumbpass; f
 save_state() {  # a run folder without its games, to $OUT/<its name>.tar.gz (+ status.txt/png)
   local d=$1 name=$(basename "$1")
   $ZERO "$d" --status -q > "$d/status.txt" 2>&1; cat "$d/status.txt"
-  tar -czf "$OUT/$name.tar.gz" -C "$(dirname "$d")" \
-    $(cd "$(dirname "$d")" && ls -d "$name"/{run.json,best,generations,networks,log.txt,status.txt,status.png} 2>/dev/null)
+  # Of the networks only those a resumed run needs: the start, the best and the newest
+  # generation's candidate (its gate may be in progress); rejected ones would push the tar
+  # past the 16 MiB a returned file may have (6x64: 3 MB each).
+  local nets=$(python3 - "$d" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+shas = {json.load(open(f"{d}/run.json"))["start"], open(f"{d}/best").read().strip()}
+records = sorted(glob.glob(f"{d}/generations/*.json"))
+if records:
+    shas.add(json.load(open(records[-1])).get("train", {}).get("candidate", ""))
+print(" ".join(f"{os.path.basename(d)}/networks/{s}.gz" for s in sorted(shas)
+               if s and os.path.exists(f"{d}/networks/{s}.gz")))
+PY
+)
+  tar -czf "$OUT/$name.tar.gz" -C "$(dirname "$d")" $nets \
+    $(cd "$(dirname "$d")" && ls -d "$name"/{run.json,best,generations,log.txt,status.txt,status.png} 2>/dev/null)
   cp "$d/status.txt" "$OUT/$name-status.txt"; cp "$d/status.png" "$OUT/$name-status.png" 2>/dev/null
   cp $HOME/.local/share/leelaz/opencl_tuning.json "$OUT/" 2>/dev/null  # for .zero-state/
 }
@@ -128,7 +143,8 @@ case "$MODE" in
       timeout -s KILL $LEFT $ZERO $DIR --size $SIZE --seed $SEED ${START:+--start $START} \
         -v $V --match-visits $MATCH_VISITS --games-per-gen $N --window $WINDOW \
         --steps $STEPS --batch $BATCH --parallel $PARALLEL --workers $WORKERS \
-        --generations $G --match-games $MATCH_GAMES $P $BACKFLAG ${EXTRA:-} $CPU -q
+        --generations $G --match-games $MATCH_GAMES $P $BACKFLAG ${LR:+--lr $LR} \
+        $([ "$NOISE" = 1 ] || echo --no-noise) ${EXTRA:-} $CPU -q
       RC=$?
       echo "$PHASE: exit status $RC (137: stopped at BUDGET; run again to continue)"
       [ $RC = 0 ] || break
