@@ -77,11 +77,10 @@ def machine_defaults(has_gpu: bool) -> dict:
 
 def match_parallel(parallel: int, shards: int) -> int:
     """Games in flight per shard of a gating match: no more than `parallel`, and no more than
-    the shards together need for the first game at which the SPRT may pass a candidate (game
-    MIN_GAMES_TO_PASS + 1). The SPRT reads the games in index order, so games dealt beyond
-    that in the first wave are mostly played past a decision, for nothing: on the H100 a 400-game
-    gate with 14 shards of 24 dealt all its games at once and took as long as the whole match,
-    though it was decided at game 101."""
+    the shards together need to reach the first game at which the SPRT may pass a candidate
+    (game MIN_GAMES_TO_PASS + 1). The SPRT reads the games in index order, so a first wave
+    dealing the whole match at once plays the games past an early decision for nothing, and
+    every shard's games share its rounds, so they all finish later (docs/performance.md)."""
     return max(1, min(parallel, math.ceil((MIN_GAMES_TO_PASS + 1) / max(1, shards))))
 
 
