@@ -498,34 +498,22 @@ def _option_flags(folder: Path, flag: str = "-d") -> set[bool]:
     return flags
 
 
-def test_dumbpass_per_generation(tmp_path):
+@pytest.mark.parametrize("off, key, flag", [("--no-dumbpass", "dumbpass", "-d"),
+                                             ("--no-noise", "noise", "-n")])
+def test_a_generation_keeps_its_pass_rule_and_noise(tmp_path, off, key, flag):
     """--no-dumbpass plays a generation's self-play and match with Leela Zero's engine pass
-    rules (no -d in the SGFs' options); the next generation, without it, goes back to -d."""
+    rules, --no-noise its self-play without root noise (neither flag in the SGFs' options, as
+    autogtp writes them); the next generation, without the option, goes back to autogtp's -d
+    and -n. Matches play -d as self-play does (the server's matches) and never have noise."""
     run = tmp_path / "run"
     args = (*TINY, "--games-per-gen", "2", "--match-games", "2")
-    first = zero(run, *args, "--no-dumbpass", "--generations", "1")
+    first = zero(run, *args, off, "--generations", "1")
     assert first.returncode == 0, first.stderr
     second = zero(run, *args, "--generations", "2")
     assert second.returncode == 0, second.stderr
-    for gen, dumb in ((1, False), (2, True)):
+    for gen, on in ((1, False), (2, True)):
         rec = record(run, gen)
-        assert rec["selfplay"]["dumbpass"] is dumb and rec["gate"]["dumbpass"] is dumb
-        assert _option_flags(run / rec["selfplay"]["dir"]) == {dumb}
-        assert _option_flags(run / rec["gate"]["dir"]) == {dumb}
-
-
-def test_noise_per_generation(tmp_path):
-    """--no-noise plays a generation's self-play without root noise (no -n in its SGFs'
-    options, as autogtp writes them); the next generation, without it, has -n again; matches
-    never have noise."""
-    run = tmp_path / "run"
-    args = (*TINY, "--games-per-gen", "2", "--match-games", "2")
-    first = zero(run, *args, "--no-noise", "--generations", "1")
-    assert first.returncode == 0, first.stderr
-    second = zero(run, *args, "--generations", "2")
-    assert second.returncode == 0, second.stderr
-    for gen, noise in ((1, False), (2, True)):
-        rec = record(run, gen)
-        assert rec["selfplay"]["noise"] is noise
-        assert _option_flags(run / rec["selfplay"]["dir"], "-n") == {noise}
-        assert _option_flags(run / rec["gate"]["dir"], "-n") == {False}
+        in_match = on if key == "dumbpass" else False
+        assert rec["selfplay"][key] is on and rec["gate"].get(key, False) is in_match
+        assert _option_flags(run / rec["selfplay"]["dir"], flag) == {on}
+        assert _option_flags(run / rec["gate"]["dir"], flag) == {in_match}
