@@ -12,8 +12,8 @@
 #
 # DIR lives on the machine (/tmp/zero-*): it survives between calls only while the machine
 # stays warm. Each call packs the state without the games (run.json, best, generations/,
-# the start, best and newest candidate networks, log.txt, the table and plot) into $OUT/<dir>.tar.gz (one file: $OUT brings back
-# at most 8), so unpacking it here and `leelaz zero <dir> --status` redraws the table and the
+# the start, best and newest candidate networks, log.txt, the table and plot) into
+# $OUT/<dir>.tar.gz (one file: $OUT brings back at most 8), so unpacking it here and `leelaz zero <dir> --status` redraws the table and the
 # Elo plot; and if the machine went cold, put that tar.gz into the checkout's .zero-state/ and
 # carry .zero-state: the run goes on from it (the games of earlier generations are gone, so the
 # next window holds only new ones; a generation in progress replays its phase). Each call also
