@@ -10,9 +10,9 @@
 #   bash dev/strength_gpu.sh gnugo    ours -v 400 vs GNU Go --level 10, komi 7.5
 #   bash dev/strength_gpu.sh handicap ours as White giving STONES (5) to GNU Go --level 10,
 #                                     komi 0.5, -v 800; DYN=1: with --handicap -r 0 --target-komi 0
-#   bash dev/strength_gpu.sh nonslack even games vs GNU Go --level 10, komi 7.5, -v 800,
-#                                     colours alternating; DYN=1: with --nonslack (the match
-#                                     prints the mean margin with its interval)
+#   bash dev/strength_gpu.sh nonslack even games vs GNU Go --level 10 --never-resign, komi 7.5,
+#                                     -v 800 -r 0, colours alternating; DYN=1: with --nonslack
+#                                     (the match prints the mean margin with its interval)
 #
 # handicap and nonslack are scored by GNU Go (REFEREE, `final_score` with --chinese-rules:
 # dead stones removed, White gets the komi and no point per handicap stone), since margins
@@ -89,9 +89,11 @@ case "$MODE" in
   handicap) OURS_ARGS="${OPENING%% --precision*}"; NAME2=gnugo-3.8
           [ "$DYN" = 1 ] && OURS_ARGS="$OURS_ARGS --handicap -r 0 --target-komi 0"
           ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
-  nonslack) OURS_ARGS="${OPENING%% --precision*}"; NAME2=gnugo-3.8
+  # Margins need games played to the end: GNU Go resigns hopeless games unless told not to,
+  # and neither side may resign (-r 0 in both arms, so that --nonslack is the one difference).
+  nonslack) OURS_ARGS="${OPENING%% --precision*} -r 0"; NAME2=gnugo-3.8
           [ "$DYN" = 1 ] && OURS_ARGS="$OURS_ARGS --nonslack"
-          ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules" ;;
+          ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules --never-resign" ;;
 esac
 case "$MODE" in
   handicap) KOMI=0.5; GAME_ARGS="--handicap $STONES --engine1-colour white"
