@@ -42,7 +42,9 @@
 # rules, never a pass that loses on the board's score): with -d, weak networks pass early and
 # the outcome is the komi, not the play (on the CPU, generation 1 against the start: 72-29
 # with -d, 40-0 without).
-# Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (6x64), SEED (1),
+# SIZE is 2x16: with it the tenth session's run promoted generations 1 and 3 and won the final
+# 60-0; a 6x64 network's candidates after generation 1 all lost (docs/performance.md).
+# Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (2x16), SEED (1),
 # START (uniform; random: peaked random heads), DUMBPASS (0; 1: autogtp's -d after gen 1),
 # FIRST_VISITS (2), FIRST_GAMES (600),
 # VISITS (16), MATCH_VISITS (16), GAMES (300 per generation after the first),
@@ -58,7 +60,7 @@
 #      EXTRA="--max-moves 60" bash dev/zero_gpu.sh loop
 set -u
 MODE=${1:-}; shift || true
-SIZE=${SIZE:-6x64}; SEED=${SEED:-1}; START=${START:-uniform}; DUMBPASS=${DUMBPASS:-0}
+SIZE=${SIZE:-2x16}; SEED=${SEED:-1}; START=${START:-uniform}; DUMBPASS=${DUMBPASS:-0}
 FIRST_VISITS=${FIRST_VISITS:-2}; FIRST_GAMES=${FIRST_GAMES:-600}
 VISITS=${VISITS:-16}; MATCH_VISITS=${MATCH_VISITS:-16}
 GAMES=${GAMES:-300}; WINDOW=${WINDOW:-1200}; STEPS=${STEPS:-800}; BATCH=${BATCH:-256}
