@@ -47,6 +47,26 @@ MIN_PENDING_LEAVES = 10
 PONDER_BATCH_SECONDS = 0.03
 
 
+#: Search processes (trees) on a GPU when --search-processes is not given: at most this many,
+#: and at most one per two cores (search_processes/pool.py says why several; the number is
+#: measured in docs/performance.md).
+MAX_DEFAULT_SEARCH_PROCESSES = 8
+
+
+def search_processes(cfg, on_gpu: bool, hw: int | None = None) -> int:
+    """How many processes search each position (each its own tree, the root statistics
+    merged): --search-processes when given; else one off a GPU, and one whenever the user
+    asked for Leela Zero's own search shape or limits (-t, --batchsize, -v, -p, --benchmark,
+    the dynamic-komi modes), so those runs stay Leela Zero's single tree; else one per two
+    cores, at most MAX_DEFAULT_SEARCH_PROCESSES."""
+    if cfg.search_processes > 0:
+        return cfg.search_processes
+    if (not on_gpu or cfg.threads or cfg.batchsize or cfg.visits or cfg.playouts
+            or cfg.benchmark or cfg.dyn_komi.enabled):
+        return 1
+    return max(1, min(MAX_DEFAULT_SEARCH_PROCESSES, (hw or hardware_threads()) // 2))
+
+
 def hardware_threads() -> int:
     return os.cpu_count() or 1
 

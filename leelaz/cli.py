@@ -85,6 +85,12 @@ def _command() -> click.Command:
                           "--cpu-only); torch = PyTorch, on CUDA device --gpu ID (the CPU "
                           "without CUDA or with --cpu-only); needs pip install "
                           "'leelaz[torch]'."),
+        click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
+                     show_default=True,
+                     help="leelaz: search each position in this many processes at once, each "
+                          "its own tree, their root statistics merged. 0 = pick: several on "
+                          "a GPU, unless -t, --batchsize, -v or -p is given; 1 = one tree, "
+                          "as Leela Zero."),
         click.Option(["--full-tuner"], is_flag=True,
                      help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
         click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),
@@ -200,6 +206,7 @@ def _to_config(kw: dict, argv: tuple[str, ...]) -> EngineConfig:
         dumbpass=kw["dumbpass"], randomcnt=kw["randomcnt"], randomvisits=kw["randomvisits"],
         randomtemp=kw["randomtemp"], cpu_only=kw["cpu_only"], gpus=tuple(kw["gpu"]),
         network_backend=kw["backend"], full_tuner=kw["full_tuner"],
+        search_processes=kw["search_processes"],
         tune_only=kw["tune_only"] or kw["full_tuner"],
         batchsize=kw["batchsize"], precision=kw["precision"] or "auto",
         precision_given=kw["precision"] is not None, benchmark=kw["benchmark"],
@@ -344,6 +351,14 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
     # The cache starts at the network's default size; lz-setoption re-splits memory later.
     return nnmod.Network(weights, backend, seed=cfg.seed,
                          symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
+
+
+def load_engine_network(cfg: EngineConfig, path: str, say=lambda text: None):
+    """The network `_start` would load for `cfg` (backend choice included), without the
+    start-up lines: a helper search process (search_processes/helper.py) loads its own so."""
+    weights = _read_weights(cfg, path)
+    cfg, prefer = _choose_search_backend(cfg, weights, [])
+    return load_network(cfg, path, say, weights=weights, prefer=prefer)
 
 
 def _read_weights(cfg: EngineConfig, path: str | None):

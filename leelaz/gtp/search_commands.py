@@ -7,7 +7,9 @@ search.params, config.
 
 Wiring (done by `register` on engine.session, so the composition root only has to set the
 session's network first):
-    search          UCTSearch(network, params_from_config(config), seed, diag)
+    search          search_processes.pool.make_search(network, config, weights path,
+                    params_from_config(config), seed, diag): a UCTSearch, or on a GPU a
+                    MultiTreeSearch (helper processes searching the same positions)
     ponder          () -> None, think on the opponent's time until input if pondering is
                     allowed (time_left uses it)
     choose_handicap_stone(state) -> vertex, a NOPASS search for Black (free handicap)
@@ -31,6 +33,7 @@ from leelaz.gtp.analysis import PARSE_ERROR, AnalyzeTags, format_info_line, pars
 from leelaz.gtp.protocol import Command, GtpError
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.search import UCTSearch
+from leelaz.search_processes.pool import make_search
 
 SETOPTION_LIST = (
     "option name Maximum Memory Use (MiB) type spin default 2048 min 128 max 131072",
@@ -278,8 +281,8 @@ def register(engine) -> SearchCommands:
     session = engine.session
     if session.search is None:
         cfg = session.config
-        session.search = UCTSearch(session.network, params_from_config(cfg), rng=cfg.seed,
-                                   log=engine.diag)
+        session.search = make_search(session.network, cfg, session.weights_path,
+                                     params_from_config(cfg), rng=cfg.seed, log=engine.diag)
     if session.network is not None:
         # As LZ at start-up: the default budget sets the tree limit and the cache size. The
         # line is a start-up line, which --benchmark keeps quiet (LZ loads with cfg_quiet).

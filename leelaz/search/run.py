@@ -132,6 +132,7 @@ class SearchRun:
         self.evaluator = search.evaluator
         self.rng = search.rng
         self.log = search.log
+        self.report_root = search.report_root
         self.root: UCTNode = search.root
         self.root_state = root_state
         self.color = color
@@ -536,8 +537,12 @@ class SearchRun:
         return black
 
     # ------------------------------------------------------------------ reports
-    def snapshot(self, move=None) -> SearchResult:
-        return stats.snapshot(self.root, self.color, self.root_state.move_num, move=move,
+    def snapshot(self, move=None, root: UCTNode | None = None) -> SearchResult:
+        """The root's children now (progress reports): `root`, else the search's
+        `report_root` of the run's root (its own, or merged with other processes' trees)."""
+        if root is None:
+            root = self.report_root(self.root, False)
+        return stats.snapshot(root, self.color, self.root_state.move_num, move=move,
                               playouts=self.playouts, nodes=self.nodes,
                               elapsed=time.monotonic() - self.start,
                               ratio=self.params.lcb_min_visit_ratio)

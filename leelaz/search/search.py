@@ -235,7 +235,7 @@ class UCTSearch:
             raise
         finally:
             self.current = None
-        root = self.root
+        root = self.report_root(self.root, final=True)
         if root.has_children() and root.children:
             self.log("\n")
             root.sort_children(color, p.lcb_min_visit_ratio)
@@ -296,6 +296,13 @@ class UCTSearch:
             return result
         return self._finish_think(run, nopass, noresign)
 
+    def report_root(self, root: UCTNode, final: bool) -> UCTNode:
+        """The root that reports (progress, statistics) and the move choice read: the tree's
+        own. The seam for several search processes (search_processes/pool.py), which merges
+        the other trees' root statistics into a stand-in (search/merge.py); `final` at the
+        end of a call, when those searches stop."""
+        return root
+
     def _update_root(self, root_state) -> None:
         """Reuse the subtree of the new position if possible, else start a fresh tree."""
         self.playouts = 0
@@ -345,7 +352,7 @@ class UCTSearch:
     def _finish_think(self, run: SearchRun, nopass: bool, noresign: bool) -> SearchResult:
         """Stats to stderr, the move choice, the explanation, and the state kept for reuse."""
         p = self.params
-        root, root_state, color = self.root, run.root_state, run.color
+        root, root_state, color = self.report_root(self.root, True), run.root_state, run.color
         root.sort_children(color, p.lcb_min_visit_ratio)
         self.log("\n")
         self._dump_stats(root, color)
@@ -354,7 +361,7 @@ class UCTSearch:
         self.log(f"{root.visits} visits, {self.nodes} nodes, {self.playouts} playouts, "
                  f"{self.playouts * 100.0 / (elapsed_cs + 1):.0f} n/s\n\n")
         # Training data sees the root as sorted above, before random play reorders it.
-        record = run.snapshot()
+        record = run.snapshot(root=root)
         r = run.restrictions
         mn = root_state.move_num
 

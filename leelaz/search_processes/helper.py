@@ -1,0 +1,190 @@
+"""A helper search process: its own network and tree, searching what the engine sends.
+
+Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
+`helper_main` (the helper's whole life). Imports: cli (the network exactly as the engine
+loads it), search.search, search.merge.
+
+Protocol (tuples over one multiprocessing pipe). Engine to helper: ("search", seq, state,
+params) searches `state` for its side to move until ("stop", seq); ("report",) asks for the
+root statistics now; ("reset",) drops the tree; ("quit",) ends it. Helper to engine: ("ready",)
+once its network is loaded, ("failed", text) if it cannot load one, ("report", seq, report)
+when asked and ("final", seq, report) after a stop, each report a search/merge.root_report.
+
+The helper searches in `ponder` mode (no budget, no early stop): the engine's own search
+keeps the clock and decides when everyone stops. It keeps its tree between searches, as the
+engine does, so a game's next move reuses the subtree. It never writes to stdout (the GTP
+stream): its fd 1 is pointed at stderr, and its diagnostics are off. When the engine goes away
+the pipe closes and the helper ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import sys
+import time
+
+from leelaz.search.merge import RootReport, root_report
+
+
+class HelperProcess:
+    """The engine's handle on one helper process (see the module docstring)."""
+
+    def __init__(self, cfg, weights_path: str, index: int):
+        ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=helper_main, args=(child, cfg, weights_path, index),
+                                   name=f"leelaz-search-{index}", daemon=True)
+        self.process.start()
+        child.close()
+        self.ready = False
+        self.dead = False
+        self.failure = ""
+        self.seq = 0  # the search it was last given
+        self.report: RootReport | None = None  # its latest report of that search
+        self.final = False  # the report is its last of that search
+        self.asked = False  # a report request is outstanding
+
+    def read(self) -> None:
+        """Take every message waiting (never blocks)."""
+        try:
+            while not self.dead and self.conn.poll():
+                self._take(self.conn.recv())
+        except (EOFError, OSError):
+            self._died("it exited")
+
+    def wait_final(self, deadline: float) -> None:
+        """Block until the last report of the current search arrives, or `deadline`
+        (time.monotonic()); a helper that misses it is stopped and not used again."""
+        try:
+            while not self.dead and not self.final:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.conn.poll(left):
+                    self.close()
+                    self._died("it did not stop in time")
+                    return
+                self._take(self.conn.recv())
+        except (EOFError, OSError):
+            self._died("it exited")
+
+    def _take(self, msg) -> None:
+        kind = msg[0]
+        if kind == "ready":
+            self.ready = True
+        elif kind == "failed":
+            self._died(msg[1])
+        elif kind in ("report", "final") and msg[1] == self.seq:
+            self.report, self.asked = msg[2], False
+            self.final = self.final or kind == "final"
+
+    def send(self, *msg) -> bool:
+        try:
+            self.conn.send(msg)
+            return True
+        except (OSError, ValueError):
+            self._died("it exited")
+            return False
+
+    def search(self, seq: int, state, params) -> None:
+        self.seq, self.report, self.final, self.asked = seq, None, False, False
+        self.send("search", seq, state, params)
+
+    def ask(self) -> None:
+        """Ask for a report unless one is on its way; the answer comes after its batch."""
+        if not self.asked and not self.final:
+            self.asked = self.send("report")
+
+    def _died(self, why: str) -> None:
+        self.dead, self.ready = True, False
+        self.failure = self.failure or why
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Ask it to quit; terminate it if it does not."""
+        if self.process.is_alive():
+            try:
+                self.conn.send(("quit",))
+            except (OSError, ValueError):
+                pass
+            self.process.join(timeout)
+            if self.process.is_alive():
+                self.process.terminate()
+                self.process.join(timeout)
+        self.conn.close()
+        self._died("closed")
+
+
+def helper_main(conn, cfg, weights_path: str, index: int) -> None:
+    """The helper process: load the network, then serve searches until quit or the pipe
+    closes."""
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
+    try:
+        search = _load(cfg, weights_path, index)
+    except Exception as exc:  # noqa: BLE001 - any failure is reported, the engine goes on
+        _send(conn, "failed", f"{type(exc).__name__}: {exc}")
+        return
+    if not _send(conn, "ready"):
+        return
+    try:
+        while True:
+            msg = conn.recv()
+            if msg[0] == "quit":
+                return
+            if msg[0] == "reset":
+                search.reset()
+            elif msg[0] == "search":
+                if not _search(conn, search, *msg[1:]):
+                    return
+            # a late "stop" or "report" of a finished search needs nothing
+    except (EOFError, OSError, KeyboardInterrupt):
+        return  # the engine is gone
+
+
+def _load(cfg, weights_path: str, index: int):
+    """This helper's network and search: the engine's configuration with its own seeds."""
+    from leelaz.cli import load_engine_network
+    from leelaz.search.search import UCTSearch
+
+    seed = None if cfg.seed is None else (cfg.seed + 7919 * (index + 1)) % (1 << 64)
+    cfg = cfg.with_(quiet=True, seed=seed)
+    network = load_engine_network(cfg, weights_path)
+    if network is None:
+        raise RuntimeError(f"no network from {weights_path}")
+    return UCTSearch(network, rng=seed, log=lambda text: None)
+
+
+def _search(conn, search, seq: int, state, params) -> bool:
+    """One search until ("stop", seq); False when the engine quit or went away."""
+    search.params = dataclasses.replace(params, quiet=True)
+    going = {"on": True, "quit": False}
+
+    def should_stop() -> bool:
+        while conn.poll():
+            msg = conn.recv()
+            if msg[0] == "report":
+                run = search.current
+                if run is not None and not _send(conn, "report", seq,
+                                                 root_report(run.root, run.color, run.playouts)):
+                    going["on"] = False
+            elif msg[0] == "stop" or msg[0] == "quit":
+                going["on"] = False
+                going["quit"] = msg[0] == "quit"
+        return not going["on"]
+
+    try:
+        search.ponder(state, should_stop=should_stop)
+    except (EOFError, OSError):
+        return False
+    if going["quit"]:
+        return False
+    root = search.root
+    report = root_report(root, state.to_move, search.playouts) if root is not None else None
+    return _send(conn, "final", seq, report)
+
+
+def _send(conn, *msg) -> bool:
+    try:
+        conn.send(msg)
+        return True
+    except (OSError, ValueError):
+        return False

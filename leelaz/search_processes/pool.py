@@ -1,0 +1,147 @@
+"""The engine's search when several processes search each position: `MultiTreeSearch`.
+
+Owns: `MultiTreeSearch` (a UCTSearch that has helper processes search the same root as its own
+tree and reports the merged root statistics) and `make_search` (the engine's search: this one
+or a plain UCTSearch, by batching.search_processes). Imports: batching, search.search,
+search.merge, search.params, search_processes.helper.
+
+Why: on a GPU the network answers faster than one Python thread can walk a tree (about
+150-250 us a playout in mid-game), so a single tree leaves the GPU idle most of the time.
+Python threads would share the one interpreter lock, so the other searches run in processes,
+each with its own network on the same GPU (the device interleaves their batches) and its own
+tree of the same position: root parallelism. The engine's own tree keeps everything Leela
+Zero's search does (the clock, time management's early stop, the stderr statistics, tree
+reuse); at every progress report and at the end of a call the helpers' root statistics are
+merged into a stand-in root (search/merge.py) that the `info` lines, the move choice,
+resignation and the training record read (the `report_root` seam of UCTSearch).
+
+What the merge costs: the trees do not share evaluations, so the same positions near the root
+are evaluated in each, and "visits" counts every tree's. What that buys at equal time, against
+Leela Zero, is measured in docs/performance.md and the README.
+
+When the helpers stay idle (the engine's tree alone searches): until they have loaded their
+networks (they start in the background, so the first GTP reply does not wait for them); with
+a visit or playout limit (`-v`, `-p`, lz-setoption), which counts one tree's visits; in the
+dynamic-komi modes; with lz-analyze's avoid/allow restrictions. A helper that fails or does
+not stop in time is dropped, and the engine goes on with the others.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+
+from leelaz.batching import search_processes
+from leelaz.search.merge import merged_root
+from leelaz.search.params import UNLIMITED
+from leelaz.search.search import UCTSearch
+from leelaz.search_processes.helper import HelperProcess
+
+#: How long the end of a call waits for a helper's last report.
+STOP_SECONDS = 5.0
+
+
+class MultiTreeSearch(UCTSearch):
+    """A UCTSearch whose calls are also searched by helper processes (module docstring).
+
+    `helpers` are started HelperProcess handles; `close()` ends them (also at exit)."""
+
+    def __init__(self, evaluator, params=None, rng=None, log=None, *,
+                 helpers: list[HelperProcess]):
+        super().__init__(evaluator, params, rng=rng, log=log)
+        self.helpers = list(helpers)
+        self._seq = 0
+        self._job: list[HelperProcess] = []  # helpers searching the current call
+        self._reports: list = []  # their last reports, for the final merge
+        atexit.register(self.close)
+
+    # ------------------------------------------------------------------ the calls
+    def think(self, state, color=None, **kwargs):
+        try:
+            return super().think(state, color, **kwargs)
+        finally:
+            self._stop_job()
+
+    def ponder(self, state, **kwargs):
+        try:
+            return super().ponder(state, **kwargs)
+        finally:
+            self._stop_job()
+
+    def start(self, state, color=None, restrictions=None, started=None):
+        run = super().start(state, color, restrictions, started)
+        self._stop_job()  # a call that ended in an error left it running
+        self._reports = []
+        if self._helpers_may_search(restrictions):
+            ready = []
+            for helper in self.helpers:
+                helper.read()
+                if helper.ready:
+                    ready.append(helper)
+            if ready:
+                self._seq += 1
+                for helper in ready:
+                    helper.search(self._seq, run.root_state, self.params)
+                self._job = [h for h in ready if not h.dead]
+        return run
+
+    def _helpers_may_search(self, restrictions) -> bool:
+        p = self.params
+        return (p.max_visits >= UNLIMITED and p.max_playouts >= UNLIMITED
+                and self.dynamic_komi is None
+                and not (restrictions is not None and restrictions.has_move_restrictions))
+
+    def report_root(self, root, final: bool):
+        """The own root merged with the helpers' latest reports; at the end of a call
+        (`final`) the helpers are stopped first and their last reports merged."""
+        if final:
+            self._stop_job()
+            reports, self._reports = self._reports, []
+            return merged_root(root, reports)
+        if not self._job:
+            return root
+        for helper in self._job:
+            helper.read()
+            helper.ask()  # answered after its current batch: read at the next report
+        return merged_root(root, [h.report for h in self._job if h.report is not None])
+
+    def _stop_job(self) -> None:
+        """Stop the helpers' search, keeping their last reports for the final merge."""
+        job, self._job = self._job, []
+        if not job:
+            return
+        for helper in job:
+            helper.send("stop", helper.seq)
+        deadline = time.monotonic() + STOP_SECONDS
+        for helper in job:
+            helper.wait_final(deadline)
+            if helper.dead:
+                self.log(f"search process {helper.process.name} dropped: {helper.failure}\n")
+        self._reports = [h.report for h in job if h.final and h.report is not None]
+        self.helpers = [h for h in self.helpers if not h.dead]
+
+    # ------------------------------------------------------------------ the rest
+    def reset(self) -> None:
+        super().reset()
+        for helper in self.helpers:
+            helper.send("reset")
+
+    def close(self) -> None:
+        """End the helper processes."""
+        helpers, self.helpers, self._job = self.helpers, [], []
+        for helper in helpers:
+            helper.close()
+
+
+def make_search(network, cfg, weights_path: str | None, params, *, rng=None, log=None):
+    """The engine's search: a MultiTreeSearch with batching.search_processes(cfg) - 1 helper
+    processes when that is more than one (and the network came from a file the helpers can
+    load), else a UCTSearch."""
+    on_gpu = bool(getattr(getattr(network, "backend", None), "on_gpu", False))
+    processes = search_processes(cfg, on_gpu)
+    if processes <= 1 or network is None or not weights_path:
+        return UCTSearch(network, params, rng=rng, log=log)
+    helpers = [HelperProcess(cfg, weights_path, i) for i in range(processes - 1)]
+    search = MultiTreeSearch(network, params, rng=rng, log=log, helpers=helpers)
+    search.log(f"Searching in {processes} processes, one tree each.\n")
+    return search
