@@ -13,6 +13,8 @@
 #   bash dev/strength_gpu.sh nonslack even games vs GNU Go --level 10 --never-resign, komi 7.5,
 #                                     -v 800 -r 0, colours alternating; DYN=1: with --nonslack
 #                                     (the match prints the mean margin with its interval)
+#   bash dev/strength_gpu.sh equaltime ours vs LZ, both at their defaults (no -v), -b 0, the
+#                                     same clock: time_settings $CLOCK ("0 1 2", 0.5 s a move)
 #
 # handicap and nonslack are scored by GNU Go (REFEREE, `final_score` with --chinese-rules:
 # dead stones removed, White gets the komi and no point per handicap stone), since margins
@@ -37,7 +39,8 @@ case "$MODE" in
   parity|batch) GAMES=${GAMES:-100}; VISITS=${VISITS:-200} ;;
   gnugo) GAMES=${GAMES:-50}; VISITS=${VISITS:-400} ;;
   handicap|nonslack) GAMES=${GAMES:-100}; VISITS=${VISITS:-800} ;;
-  *) echo "usage: $0 parity|batch|gnugo|handicap|nonslack" >&2; exit 2 ;;
+  equaltime) GAMES=${GAMES:-60}; VISITS=0 ;;
+  *) echo "usage: $0 parity|batch|gnugo|handicap|nonslack|equaltime" >&2; exit 2 ;;
 esac
 JOBS=${JOBS:-14}; FIRST=${FIRST:-0}; LIMIT=${LIMIT:-480}; HARD=${HARD:-560}
 EXTRA1=${EXTRA1:-}; EXTRA2=${EXTRA2:-}; LOCAL=${LOCAL:-0}; SPRT=${SPRT:-0}
@@ -94,15 +97,20 @@ case "$MODE" in
   nonslack) OURS_ARGS="${OPENING%% --precision*} -r 0"; NAME2=gnugo-3.8
           [ "$DYN" = 1 ] && OURS_ARGS="$OURS_ARGS --nonslack"
           ENGINE2="$GNUGO --mode gtp --level 10 --chinese-rules --never-resign" ;;
+  equaltime) OURS_ARGS="${OPENING%% --precision*} -b 0"; NAME2=lz-0.17
+          ENGINE2="$LZ -g -w $NET --noponder ${OPENING%% --precision*} -b 0 $EXTRA2" ;;
 esac
+CLOCK=${CLOCK:-0 1 2}; CLOCK_ARGS=()
+[ "$MODE" = equaltime ] && CLOCK_ARGS=(--time-settings "$CLOCK")
 case "$MODE" in
+  equaltime) KOMI=7.5; GAME_ARGS=""; REFEREE=${REFEREE:-} ;;
   handicap) KOMI=0.5; GAME_ARGS="--handicap $STONES --engine1-colour white"
             REFEREE=${REFEREE:-$GNUGO --mode gtp --chinese-rules} ;;
   nonslack) KOMI=7.5; GAME_ARGS=""; REFEREE=${REFEREE:-$GNUGO --mode gtp --chinese-rules} ;;
   *) KOMI=7.5; GAME_ARGS=""; REFEREE=${REFEREE:-} ;;
 esac
 OURS_ARGS="$CPU $OURS_ARGS $EXTRA1"
-ENGINE1="python3 -m leelaz -g -w $NET --noponder -v $VISITS $OURS_ARGS"
+ENGINE1="python3 -m leelaz -g -w $NET --noponder $([ "$VISITS" = 0 ] || echo -v $VISITS) $OURS_ARGS"
 
 {
   echo "== $TAG: games $((FIRST + 1))..$((FIRST + GAMES)), jobs $JOBS, limit ${LIMIT}s, hard ${HARD}s"
@@ -121,6 +129,7 @@ timeout -s INT -k 20 $((HARD - SECONDS)) python3 -m leelaz match \
   --engine1 "$ENGINE1" --engine2 "$ENGINE2" --name1 leelaz --name2 "$NAME2" \
   --games "$GAMES" --first-game "$FIRST" --jobs "$JOBS" --time-limit "$(( LIMIT > SECONDS + 1 ? LIMIT - SECONDS : 1 ))" \
   --komi "$KOMI" $GAME_ARGS --referee "$REFEREE" \
+  ${CLOCK_ARGS[@]+"${CLOCK_ARGS[@]}"} \
   --sgf-dir "$W/sgf" --log-dir "$W/logs" $([ "$SPRT" = 1 ] && echo --sprt) 2>&1 | tee -a "$REPORT"
 echo "match: rc ${PIPESTATUS[0]}, $SECONDS s" | tee -a "$REPORT"
 

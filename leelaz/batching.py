@@ -68,7 +68,12 @@ def search_processes(cfg, on_gpu: bool, hw: int | None = None) -> int:
 
 
 def hardware_threads() -> int:
-    return os.cpu_count() or 1
+    """The cores this process may run on (its affinity: a container's or taskset's share,
+    as Leela Zero's std::thread::hardware_concurrency does not see)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def numpy_workers(hw: int | None = None) -> int:

@@ -46,8 +46,10 @@ def shipped_network() -> str | None:
 
 def analyze_once(engine: GtpClient, game: str, move: int, seconds: float,
                  interval_cs: int) -> dict:
-    """loadsgf at `move`, lz-analyze for `seconds`; visits and visits/s of the last info."""
-    engine.ask(f"loadsgf {game} {move}", timeout=60)
+    """loadsgf at `move` (none without a game), lz-analyze for `seconds`; visits and
+    visits/s of the last info line."""
+    if game is not None:
+        engine.ask(f"loadsgf {game} {move}", timeout=60)
     began = time.monotonic()
     engine.send(f"lz-analyze {interval_cs}")
     head = parse_head(engine.next_line(timeout=60))  # `=`, then info lines until the stop
@@ -88,6 +90,13 @@ def _start(name: str, argv: list[str]) -> GtpClient:
     return engine
 
 
+def warm_up(engine: GtpClient, seconds: float, interval_cs: int) -> None:
+    """lz-analyze of the empty board for `seconds`, not timed: an engine whose helper search
+    processes load their networks in the background has them searching by the end."""
+    engine.ask("clear_board", timeout=60)
+    analyze_once(engine, None, 0, seconds, interval_cs)
+
+
 @click.command("analyze", context_settings=CONTEXT)
 @click.option("-w", "--weights", default=None, metavar="FILE|BxF",
               help="Network for the default command lines (default: the shipped one).")
@@ -100,13 +109,18 @@ def _start(name: str, argv: list[str]) -> GtpClient:
 @click.option("--interval", type=click.IntRange(1, None), default=25, show_default=True,
               help="lz-analyze interval in centiseconds.")
 @click.option("--rounds", type=click.IntRange(1, None), default=1, show_default=True)
-@click.option("--ours", default=None, metavar="CMD",
+@click.option("--warmup", type=click.FloatRange(0, None), default=0.0, show_default=True,
+              help="Seconds of untimed lz-analyze on the empty board after each start "
+                   "(helper search processes load meanwhile).")
+@click.option("--ours", multiple=True, metavar="CMD",
               help="Our whole command line (default: this Python's -m leelaz --gtp "
-                   "--noponder --cpu-only -w NET).")
-@click.option("--reference", default=None, metavar="CMD",
+                   "--noponder --cpu-only -w NET); repeatable.")
+@click.option("--reference", multiple=True, metavar="CMD",
               help="The reference's whole command line (default: the installed Leela Zero "
-                   "0.17 --gtp --noponder --cpu-only -w NET; 'none': ours only).")
-def command(weights, game, moves, seconds, interval, rounds, ours, reference) -> None:
+                   "0.17 --gtp --noponder --cpu-only -w NET; 'none': ours only); "
+                   "repeatable: the ratio is then to the best reference.")
+def command(weights, game, moves, seconds, interval, rounds, warmup, ours,
+            reference) -> None:
     """lz-analyze visits/s on real positions: ours and Leela Zero 0.17, alternating."""
     if not os.path.isfile(game):
         raise ToolError(f"{game}: no such SGF file")
@@ -118,11 +132,13 @@ def command(weights, game, moves, seconds, interval, rounds, ours, reference) ->
     if net is None and not (ours and reference):
         raise ToolError("no network: give -w FILE")
     flags = ["--gtp", "--noponder", "--cpu-only", "-w", str(net)]
-    commands = [("leelaz", split_command(ours) if ours else ours_command() + flags)]
-    if reference != "none":
+    commands = [(_label("leelaz", i, ours), split_command(cmd)) for i, cmd in enumerate(ours)]
+    commands = commands or [("leelaz", ours_command() + flags)]
+    if reference != ("none",):
         binary = reference_binary()
         if reference:
-            commands.append(("LZ 0.17", split_command(reference)))
+            commands += [(_label("LZ 0.17", i, reference), split_command(cmd))
+                         for i, cmd in enumerate(reference)]
         elif binary:
             commands.append(("LZ 0.17", [binary, *flags]))
         else:
@@ -136,6 +152,9 @@ def command(weights, game, moves, seconds, interval, rounds, ours, reference) ->
     for r in range(rounds):
         engines = [(name, _start(name, argv)) for name, argv in commands]
         try:
+            if warmup:
+                for _, engine in engines:
+                    warm_up(engine, warmup, interval)
             for move in positions:
                 for name, engine in engines:
                     got = analyze_once(engine, game, move, seconds, interval)
@@ -147,13 +166,19 @@ def command(weights, game, moves, seconds, interval, rounds, ours, reference) ->
         finally:
             for _, engine in engines:
                 engine.close()
-    say(_table([name for name, _ in commands], positions, best))
+    names = [name for name, _ in commands]
+    say(_table(names, positions, best, len(ours) if len(ours) > 1 else 1))
 
 
-def _table(names: list[str], positions: list[int], best: dict) -> str:
-    header = ["move"] + [f"{n} visits/s" for n in names]
-    if len(names) == 2:
-        header.append("ratio")
+def _label(name: str, i: int, given: tuple) -> str:
+    return f"{name} #{i + 1}" if len(given) > 1 else name
+
+
+def _table(names: list[str], positions: list[int], best: dict, ours: int = 1) -> str:
+    """Visits/s per engine; with one of ours and references, the ratio of ours to the best
+    reference (per move, and of the means)."""
+    ratio = ours == 1 and len(names) > 1
+    header = ["move"] + [f"{n} visits/s" for n in names] + (["ratio"] if ratio else [])
     rows = []
     for move in positions + ["mean"]:
         if move == "mean":
@@ -161,7 +186,7 @@ def _table(names: list[str], positions: list[int], best: dict) -> str:
         else:
             rates = [best[n, move] for n in names]
         row = [move, *rates]
-        if len(names) == 2:
-            row.append(f"{rates[0] / max(rates[1], 1e-9):.2f}")
+        if ratio:
+            row.append(f"{rates[0] / max(max(rates[1:]), 1e-9):.2f}")
         rows.append(row)
     return table(header, rows)
