@@ -409,6 +409,7 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
     engine.session.network = network
     engine.session.weights_path = weights_path if network is not None else None  # printsgf PB
+    engine.session.load_network = load_engine_network  # for helper search processes
     board_commands.register(engine)
     for name in OPTIONAL_GROUPS:
         group = _optional_module(name)

@@ -1,8 +1,9 @@
 """The import rule of CONTRIBUTING.md, checked on the source: calls go one way only.
 
-cli and its verbs (tools/) > gtp > training > search > nn > backends, with game/ at the
-bottom. A module may import its own layer or lower ones; game/ imports nothing outside game/; backends/ never sees game/,
-search/ or nn/; search/ never imports nn/ (it is handed an evaluator).
+cli and its verbs (tools/) > gtp > training, search_processes > search > nn > backends, with
+game/ at the bottom. A module may import its own layer or lower ones; game/ imports nothing
+outside game/; backends/ never sees game/, search/ or nn/; search/ never imports nn/ (it is
+handed an evaluator).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "leelaz"
 
 # Lower number = lower layer. A module may import layers with a number <= its own, except
 # where FORBIDDEN says otherwise.
-LAYERS = {"game": 0, "backends": 1, "nn": 2, "search": 3, "training": 4, "gtp": 5, "cli": 6,
+LAYERS = {"game": 0, "backends": 1, "nn": 2, "search": 3, "training": 4,
+          "search_processes": 4, "gtp": 5, "cli": 6,
           "tools": 6, "selfplay": 6, "zero": 6, "__main__": 7}
 FORBIDDEN = {
     "game": {"backends", "nn", "search", "training", "gtp", "cli", "config"},

@@ -168,6 +168,37 @@ class GameState:
             s._ko_hashes.extend([b.ko_hash for b in boards])
         return s
 
+    def delta_since(self, earlier: GameState) -> tuple | None:
+        """What `earlier.with_delta(delta)` needs to equal this state: the positions after
+        the history the two share, and every small field; None when they share no start.
+
+        Why: a helper search process (search_processes/helper.py) keeps the state it was last
+        sent; a whole game's positions are about a megabyte to pickle, a move's few are not.
+        Positions are shared between copies (`copy`), so the common history is found by
+        identity; the live position, which `set_to_move` may replace, is always sent."""
+        old, new = earlier.history, self.history
+        shared = 0
+        limit = min(len(old), len(new)) - 1
+        while shared < limit and old[shared] is new[shared]:
+            shared += 1
+        if shared == 0 and not (old and new and old[0] is new[0]):
+            return None
+        return (shared, new[shared:], self._ko_hashes[:], self._pushed, self.komi,
+                self.handicap, self.resigned, self.net_komi, self.score_handicap)
+
+    def with_delta(self, delta: tuple) -> GameState:
+        """A copy of this state moved to the one `delta_since` described."""
+        (shared, boards, hashes, pushed, s_komi, handicap, resigned, net_komi,
+         score_handicap) = delta
+        s = self.copy()
+        s.history = self.history[:shared] + list(boards)
+        s.board = s.history[-1]
+        s._ko_hashes = hashes
+        s._pushed = pushed
+        s.komi, s.handicap, s.resigned = s_komi, handicap, resigned
+        s.net_komi, s.score_handicap = net_komi, score_handicap
+        return s
+
     def seen_positions(self) -> frozenset[int]:
         """The stones-only hashes of every position of the game so far, for the search's
         superko test of positions beyond this one (see `extended`)."""

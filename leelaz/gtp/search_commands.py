@@ -282,7 +282,8 @@ def register(engine) -> SearchCommands:
     if session.search is None:
         cfg = session.config
         session.search = make_search(session.network, cfg, session.weights_path,
-                                     params_from_config(cfg), rng=cfg.seed, log=engine.diag)
+                                     params_from_config(cfg), load_network=session.load_network,
+                                     rng=cfg.seed, log=engine.diag)
     if session.network is not None:
         # As LZ at start-up: the default budget sets the tree limit and the cache size. The
         # line is a start-up line, which --benchmark keeps quiet (LZ loads with cfg_quiet).

@@ -33,6 +33,9 @@ class Session:
     network: Network | None = None
     #: The file it came from (printsgf's PB), None without a network.
     weights_path: str | None = None
+    #: load_network(cfg, path) -> Network, as the composition root loads it: what helper
+    #: search processes call to load their own (search_processes/); None: no helpers.
+    load_network: Callable | None = None
     #: Created by the search commands from `network` unless set before they register.
     search: UCTSearch | None = None
     #: The training buffer (dump_training), created by whichever group needs it first.

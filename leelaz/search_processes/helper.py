@@ -1,11 +1,14 @@
 """A helper search process: its own network and tree, searching what the engine sends.
 
 Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
-`helper_main` (the helper's whole life). Imports: cli (the network exactly as the engine
-loads it), search.search, search.merge.
+`helper_main` (the helper's whole life). Imports: search.search, search.merge; the network is
+loaded by the composition root's loader it is handed (cli.load_engine_network: the network
+exactly as the engine loads it), passed to the new process by reference.
 
-Protocol (tuples over one multiprocessing pipe). Engine to helper: ("search", seq, state,
-params) searches `state` for its side to move until ("stop", seq); ("report",) asks for the
+Protocol (tuples over one multiprocessing pipe). Engine to helper: ("search", seq, kind,
+position, params) searches a position for its side to move until ("stop", seq): kind "state"
+sends the GameState, kind "delta" what game/state.GameState.delta_since gives against the last
+position sent (a move's few positions instead of the whole game's); ("report",) asks for the
 root statistics now; ("reset",) drops the tree; ("quit",) ends it. Helper to engine: ("ready",)
 once its network is loaded, ("failed", text) if it cannot load one, ("report", seq, report)
 when asked and ("final", seq, report) after a stop, each report a search/merge.root_report.
@@ -31,10 +34,11 @@ from leelaz.search.merge import RootReport, root_report
 class HelperProcess:
     """The engine's handle on one helper process (see the module docstring)."""
 
-    def __init__(self, cfg, weights_path: str, index: int):
+    def __init__(self, load_network, cfg, weights_path: str, index: int):
         ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=helper_main, args=(child, cfg, weights_path, index),
+        self.process = ctx.Process(target=helper_main,
+                                   args=(child, load_network, cfg, weights_path, index),
                                    name=f"leelaz-search-{index}", daemon=True)
         self.process.start()
         child.close()
@@ -45,6 +49,7 @@ class HelperProcess:
         self.report: RootReport | None = None  # its latest report of that search
         self.final = False  # the report is its last of that search
         self.asked = False  # a report request is outstanding
+        self.sent = None  # the last position it was sent (deltas are made against it)
 
     def read(self) -> None:
         """Take every message waiting (never blocks)."""
@@ -88,7 +93,12 @@ class HelperProcess:
 
     def search(self, seq: int, state, params) -> None:
         self.seq, self.report, self.final, self.asked = seq, None, False, False
-        self.send("search", seq, state, params)
+        delta = state.delta_since(self.sent) if self.sent is not None else None
+        self.sent = state
+        if delta is None:
+            self.send("search", seq, "state", state, params)
+        else:
+            self.send("search", seq, "delta", delta, params)
 
     def ask(self) -> None:
         """Ask for a report unless one is on its way; the answer comes after its batch."""
@@ -114,17 +124,18 @@ class HelperProcess:
         self._died("closed")
 
 
-def helper_main(conn, cfg, weights_path: str, index: int) -> None:
-    """The helper process: load the network, then serve searches until quit or the pipe
-    closes."""
+def helper_main(conn, load_network, cfg, weights_path: str, index: int) -> None:
+    """The helper process: load the network (`load_network(cfg, path)`), then serve searches
+    until quit or the pipe closes."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
     try:
-        search = _load(cfg, weights_path, index)
+        search = _load(load_network, cfg, weights_path, index)
     except Exception as exc:  # noqa: BLE001 - any failure is reported, the engine goes on
         _send(conn, "failed", f"{type(exc).__name__}: {exc}")
         return
     if not _send(conn, "ready"):
         return
+    last = None  # the position last searched, which deltas move on from
     try:
         while True:
             msg = conn.recv()
@@ -133,21 +144,22 @@ def helper_main(conn, cfg, weights_path: str, index: int) -> None:
             if msg[0] == "reset":
                 search.reset()
             elif msg[0] == "search":
-                if not _search(conn, search, *msg[1:]):
+                _, seq, kind, position, params = msg
+                last = position if kind == "state" else last.with_delta(position)
+                if not _search(conn, search, seq, last, params):
                     return
             # a late "stop" or "report" of a finished search needs nothing
     except (EOFError, OSError, KeyboardInterrupt):
         return  # the engine is gone
 
 
-def _load(cfg, weights_path: str, index: int):
+def _load(load_network, cfg, weights_path: str, index: int):
     """This helper's network and search: the engine's configuration with its own seeds."""
-    from leelaz.cli import load_engine_network
     from leelaz.search.search import UCTSearch
 
     seed = None if cfg.seed is None else (cfg.seed + 7919 * (index + 1)) % (1 << 64)
     cfg = cfg.with_(quiet=True, seed=seed)
-    network = load_engine_network(cfg, weights_path)
+    network = load_network(cfg, weights_path)
     if network is None:
         raise RuntimeError(f"no network from {weights_path}")
     return UCTSearch(network, rng=seed, log=lambda text: None)

@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import atexit
 import time
+from typing import TYPE_CHECKING
 
 from leelaz.batching import search_processes
 from leelaz.search.merge import merged_root
 from leelaz.search.params import UNLIMITED
 from leelaz.search.search import UCTSearch
-from leelaz.search_processes.helper import HelperProcess
+
+if TYPE_CHECKING:  # imported when helpers start: multiprocessing stays out of a plain start
+    from leelaz.search_processes.helper import HelperProcess
 
 #: How long the end of a call waits for a helper's last report.
 STOP_SECONDS = 5.0
@@ -133,15 +136,20 @@ class MultiTreeSearch(UCTSearch):
             helper.close()
 
 
-def make_search(network, cfg, weights_path: str | None, params, *, rng=None, log=None):
+def make_search(network, cfg, weights_path: str | None, params, *, load_network=None,
+                rng=None, log=None):
     """The engine's search: a MultiTreeSearch with batching.search_processes(cfg) - 1 helper
-    processes when that is more than one (and the network came from a file the helpers can
-    load), else a UCTSearch."""
+    processes when that is more than one (and the network came from a file that the helpers
+    can load with `load_network(cfg, path)`, a module-level function), else a UCTSearch."""
     on_gpu = bool(getattr(getattr(network, "backend", None), "on_gpu", False))
-    processes = search_processes(cfg, on_gpu)
-    if processes <= 1 or network is None or not weights_path:
+    weights = getattr(network, "weights", None)
+    processes = search_processes(cfg, on_gpu, filters=weights.filters if weights else 0)
+    if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
-    helpers = [HelperProcess(cfg, weights_path, i) for i in range(processes - 1)]
+    from leelaz.search_processes.helper import HelperProcess
+
+    helpers = [HelperProcess(load_network, cfg, weights_path, i)
+               for i in range(processes - 1)]
     search = MultiTreeSearch(network, params, rng=rng, log=log, helpers=helpers)
     search.log(f"Searching in {processes} processes, one tree each.\n")
     return search

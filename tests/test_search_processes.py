@@ -1,0 +1,243 @@
+"""Several search processes on one position (--search-processes): the merge of root
+statistics against values computed independently, the position deltas sent to helpers, the
+default policy, and real helper processes searching beside the engine's tree."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from leelaz.batching import MAX_DEFAULT_SEARCH_PROCESSES, search_processes
+from leelaz.config import DynKomiParams, EngineConfig
+from leelaz.game.coords import BLACK, PASS, WHITE
+from leelaz.game.state import GameState
+from leelaz.search.merge import combine, merged_root, root_report
+from leelaz.search.node import M2_START, UCTNode
+from leelaz.search.params import SearchParams
+from leelaz.search.search import UCTSearch
+from leelaz.search.stats import snapshot
+
+
+def _fed(values) -> UCTNode:
+    node = UCTNode()
+    for v in values:
+        node.update(v)
+    return node
+
+
+def test_combine_equals_one_node_fed_every_value():
+    rng = random.Random(5)
+    values = [rng.random() for _ in range(300)]
+    cuts = [0, 40, 41, 190, 300]
+    parts = [_fed(values[a:b]) for a, b in zip(cuts, cuts[1:])]
+    n, w, m2 = parts[0].visits, parts[0].black_wins, parts[0].m2
+    for p in parts[1:]:
+        n, w, m2 = combine(n, w, m2, p.visits, p.black_wins, p.m2)
+    assert n == 300
+    assert w == pytest.approx(sum(values), abs=1e-9)
+    expected_m2 = float(np.var(values) * len(values)) + M2_START  # independent: numpy
+    assert m2 == pytest.approx(expected_m2, rel=1e-9)
+    empty = UCTNode()
+    assert combine(0, 0.0, M2_START, n, w, m2) == (n, w, m2)
+    assert combine(n, w, m2, empty.visits, empty.black_wins, empty.m2) == (n, w, m2)
+
+
+def _tree(children: dict[int, list[float]], prior=None) -> UCTNode:
+    """A root (Black to move) whose children got the given playout values (Black's side)."""
+    root = UCTNode()
+    root.expanded = True
+    root.psa_ratio = 0.0
+    root.update(0.5)  # the root's own evaluation
+    for i, (move, values) in enumerate(children.items()):
+        child = UCTNode(move, (prior or {}).get(move, 0.1 * (i + 1)))
+        for v in values:
+            child.update(v)
+            root.update(v)
+        root.children.append(child)
+    return root
+
+
+def test_merged_root_sums_each_move_and_leaves_the_trees_alone():
+    rng = random.Random(7)
+    draws = {m: [rng.random() for _ in range(rng.randrange(3, 30))] for m in (60, 61, 62, 63)}
+    own = _tree({60: draws[60][:2], 61: draws[61][:5], 62: []})
+    other = _tree({60: draws[60][2:], 61: draws[61][5:], 63: draws[63]})
+    before = [(c.move, c.visits, c.black_wins, c.m2) for c in own.children]
+    shadow = merged_root(own, [root_report(other, BLACK)])
+    assert [(c.move, c.visits, c.black_wins, c.m2) for c in own.children] == before
+    assert [c.move for c in shadow.children] == [60, 61, 62, 63]  # own order, new ones last
+    for c in shadow.children:
+        values = draws.get(c.move, []) if c.move != 62 else []
+        assert c.visits == len(values)
+        if values:
+            assert c.black_wins == pytest.approx(sum(values))
+            assert c.m2 == pytest.approx(float(np.var(values) * len(values)) + M2_START)
+    assert shadow.visits == own.visits + other.visits
+    # The merged snapshot reads as one tree's: visits add up, Q is the pooled mean.
+    result = snapshot(shadow, WHITE, 0)
+    by_move = {m.move: m for m in result.children}
+    assert by_move[63].winrate == pytest.approx(1 - sum(draws[63]) / len(draws[63]))
+    assert result.root_visits == sum(m.visits for m in result.children) + 2  # two roots
+
+
+def test_merged_pv_comes_from_the_tree_with_most_visits():
+    own = _tree({60: [0.5] * 3, 61: [0.4] * 9})
+    grand = UCTNode(100)
+    grand.update(0.6)
+    own.children[1].children = [grand]  # 61's own subtree: 61 100
+    own.children[1].psa_ratio = 0.0
+    other = _tree({60: [0.5] * 8, 61: [0.4] * 2})
+    report = list(root_report(other, BLACK))
+    report[4] = tuple(c[:5] + ((c[0], 200, 201) if c[0] == 60 else c[5],) for c in report[4])
+    shadow = merged_root(own, [tuple(report)])
+    pv = {m.move: m.pv for m in snapshot(shadow, BLACK, 0).children}
+    assert pv[60] == [60, 200, 201]  # the helper had 8 visits to the own 3
+    assert pv[61] == [61, 100]  # the own tree had 9 to 2
+    assert merged_root(own, []) is own
+
+
+def _random_game(seed: int, moves: int) -> list[GameState]:
+    """The states of a game of random legal moves, with a `set_to_move` and an undo."""
+    rng = random.Random(seed)
+    state, states = GameState(), []
+    for i in range(moves):
+        legal = state.legal_moves(state.to_move) + [PASS]
+        state.play(state.to_move, rng.choice(legal))
+        if i == moves // 2:
+            state.set_to_move(1 - state.to_move)
+        if i == moves // 3:
+            state.undo()
+        states.append(state.copy())
+    return states
+
+
+def _same(a: GameState, b: GameState) -> bool:
+    return ([x.hash for x in a.history] == [x.hash for x in b.history]
+            and a.moves() == b.moves() and a.to_move == b.to_move
+            and a.seen_positions() == b.seen_positions() and a.komi == b.komi
+            and a.board.ko_hash == b.board.ko_hash and a.passes == b.passes)
+
+
+def test_position_deltas_rebuild_each_state():
+    import pickle
+
+    states = _random_game(3, 80)
+    sent = None  # what the helper holds: unpickled copies, as over the pipe
+    last = None
+    for st in states[::7]:
+        delta = st.delta_since(last) if last is not None else None
+        if delta is None:
+            sent = pickle.loads(pickle.dumps(st))
+        else:
+            sent = sent.with_delta(pickle.loads(pickle.dumps(delta)))
+            # only the positions after the shared history travel, the live one included
+            assert len(delta[1]) == len(st.history) - delta[0]
+            assert delta[0] >= min(len(last.history), len(st.history)) - 2  # undo: one less
+        last = st
+        assert _same(sent, st)
+    fresh = GameState()  # clear_board: nothing shared, the whole state goes again
+    assert fresh.delta_since(states[-1]) is None
+
+
+def test_default_processes():
+    gpu = EngineConfig()
+    assert search_processes(gpu, on_gpu=True, hw=16) == min(8, MAX_DEFAULT_SEARCH_PROCESSES)
+    assert search_processes(gpu, on_gpu=True, hw=2) == 1
+    assert search_processes(gpu, on_gpu=False, hw=64) == 1
+    assert search_processes(gpu, on_gpu=True, hw=16, filters=128) == 8
+    assert search_processes(gpu, on_gpu=True, hw=16, filters=256) == 1
+    for changes in ({"threads": 1}, {"batchsize": 8}, {"visits": 800}, {"playouts": 100},
+                    {"benchmark": True}, {"dyn_komi": DynKomiParams(handicap=True)}):
+        assert search_processes(gpu.with_(**changes), on_gpu=True, hw=16) == 1, changes
+    assert search_processes(gpu.with_(search_processes=3, threads=1), on_gpu=False) == 3
+
+
+# ---------------------------------------------------------------------- real helper processes
+def _load_numpy(cfg, path):
+    """A helper's loader (module level: it travels to the new process by reference)."""
+    from leelaz.nn.network import Network
+
+    return Network.from_file(path, backend="numpy", seed=cfg.seed)
+
+
+@pytest.fixture
+def pool(random_weights):
+    from leelaz.nn.network import Network
+    from leelaz.search_processes.pool import MultiTreeSearch
+    from leelaz.search_processes.helper import HelperProcess
+
+    path = random_weights(1, 8)
+    cfg = EngineConfig(cpu_only=True, seed=11)
+    helpers = [HelperProcess(_load_numpy, cfg, path, i) for i in range(2)]
+    search = MultiTreeSearch(Network.from_file(path, backend="numpy", seed=11),
+                             SearchParams(batch_size=4, quiet=True), rng=11, helpers=helpers)
+    deadline = time.monotonic() + 120
+    while not all(h.ready for h in helpers):
+        assert time.monotonic() < deadline, [h.failure for h in helpers]
+        for h in helpers:
+            h.read()
+        time.sleep(0.05)
+    yield search
+    search.close()
+    for h in helpers:
+        assert not h.process.is_alive()
+
+
+def _trees_in(result) -> int:
+    """How many trees a merged result adds up: each root has one visit of its own."""
+    return result.root_visits - sum(c.visits for c in result.children)
+
+
+def test_helpers_search_the_same_position(pool):
+    state = GameState()
+    state.play(BLACK, 72)
+    result = pool.think(state, WHITE, time_limit_cs=150, use_clock=False)
+    assert _trees_in(result) == 3
+    assert result.root_visits > pool.root.visits  # the helpers' visits are in it
+    assert result.move in [c.move for c in result.children]
+    # The next move reuses each tree: a delta goes to the helpers, and they still count.
+    state.play(WHITE, result.move)
+    snapshots = []
+    stop_at = time.monotonic() + 1.5
+    result = pool.ponder(state, should_stop=lambda: time.monotonic() > stop_at,
+                         on_progress=snapshots.append, progress_interval_cs=20)
+    assert _trees_in(result) == 3
+    assert snapshots and all(_trees_in(s) in (1, 2, 3) for s in snapshots)
+    assert all(h.sent is not None for h in pool.helpers)
+
+
+def test_a_visit_limit_keeps_the_helpers_idle(pool):
+    import dataclasses
+
+    pool.params = dataclasses.replace(pool.params, max_visits=50)
+    result = pool.think(GameState(), BLACK, use_clock=False)
+    assert _trees_in(result) == 1 and result.root_visits <= 50
+
+
+def test_a_dead_helper_is_dropped(pool):
+    pool.helpers[0].process.kill()
+    pool.helpers[0].process.join(10)
+    result = pool.think(GameState(), BLACK, time_limit_cs=100, use_clock=False)
+    assert _trees_in(result) in (1, 2)  # the engine went on: its tree, maybe the live helper
+    assert len(pool.helpers) == 1
+    assert _trees_in(pool.think(GameState(), BLACK, time_limit_cs=100, use_clock=False)) == 2
+
+
+def test_engine_with_search_processes_answers_and_quits(random_weights):
+    import subprocess
+    import sys
+
+    net = random_weights(1, 8)
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "leelaz", "--gtp", "--noponder", "--cpu-only", "-w", net,
+         "--search-processes", "3", "-s", "5"],
+        input="time_settings 0 1 1\ngenmove b\nlz-analyze 10\n", text=True,
+        capture_output=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "Searching in 3 processes, one tree each." in done.stderr
+    assert done.stdout.startswith("= \n\n= ")
+    assert time.monotonic() - began < 120
