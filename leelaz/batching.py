@@ -47,31 +47,15 @@ MIN_PENDING_LEAVES = 10
 PONDER_BATCH_SECONDS = 0.03
 
 
-#: Search processes (trees) on a GPU when --search-processes is not given: at most this many,
-#: and at most one per two cores (search_processes/pool.py says why several; the number is
-#: measured in docs/performance.md).
-MAX_DEFAULT_SEARCH_PROCESSES = 8
-#: ... and only for networks this wide or narrower: there one tree's Python is the limit, and
-#: more trees keep the GPU busy. On wider networks the GPU is the limit already, and processes
-#: that share it by turns (each its own context) run slower than one (docs/performance.md:
-#: 6x128 3.5x the visits, 20x256 and 40x256 a half and a quarter).
-MAX_FILTERS_FOR_SEARCH_PROCESSES = 128
-
-
-def search_processes(cfg, on_gpu: bool, hw: int | None = None, filters: int = 0) -> int:
-    """How many processes search each position (each its own tree, the root statistics
-    merged): --search-processes when given; else one off a GPU or for a network of more than
-    MAX_FILTERS_FOR_SEARCH_PROCESSES filters, and one whenever the user asked for Leela
-    Zero's own search shape or limits (-t, --batchsize, -v, -p, --benchmark, the
-    dynamic-komi modes), so those runs stay Leela Zero's single tree; else one per two cores,
-    at most MAX_DEFAULT_SEARCH_PROCESSES."""
-    if cfg.search_processes > 0:
-        return cfg.search_processes
-    if (not on_gpu or filters > MAX_FILTERS_FOR_SEARCH_PROCESSES or cfg.threads
-            or cfg.batchsize or cfg.visits or cfg.playouts or cfg.benchmark
-            or cfg.dyn_komi.enabled):
-        return 1
-    return max(1, min(MAX_DEFAULT_SEARCH_PROCESSES, (hw or hardware_threads()) // 2))
+def search_processes(cfg) -> int:
+    """How many processes search each position, each its own tree, their root statistics
+    merged (search_processes/pool.py): --search-processes, one by default. More trees raise
+    the visits per second where one tree's Python is the limit (a GPU with a small network),
+    but measured they did not buy strength: at equal time on a GPU the default of 8 scored as
+    one tree did, and at equal total visits 4 trees chose as one tree of a quarter of the
+    visits (docs/performance.md). On wide networks they also lower the visits per second
+    (the processes share the GPU by turns)."""
+    return max(1, cfg.search_processes)
 
 
 def hardware_threads() -> int:

@@ -85,12 +85,12 @@ def _command() -> click.Command:
                           "--cpu-only); torch = PyTorch, on CUDA device --gpu ID (the CPU "
                           "without CUDA or with --cpu-only); needs pip install "
                           "'leelaz[torch]'."),
-        click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
+        click.Option(["--search-processes"], type=click.IntRange(1, 64), default=1,
                      show_default=True,
                      help="leelaz: search each position in this many processes at once, each "
-                          "its own tree, their root statistics merged. 0 = pick: several on "
-                          "a GPU, unless -t, --batchsize, -v or -p is given; 1 = one tree, "
-                          "as Leela Zero."),
+                          "its own tree on its own network, their root statistics merged. "
+                          "More visits/s on a GPU with a small network, but no strength "
+                          "gained at equal time (README, Speed); 1 = one tree, as Leela Zero."),
         click.Option(["--full-tuner"], is_flag=True,
                      help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
         click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),

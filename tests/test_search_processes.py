@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from leelaz.batching import MAX_DEFAULT_SEARCH_PROCESSES, search_processes
-from leelaz.config import DynKomiParams, EngineConfig
+from leelaz.batching import search_processes
+from leelaz.config import EngineConfig
 from leelaz.game.coords import BLACK, PASS, WHITE
 from leelaz.game.state import GameState
 from leelaz.search.merge import combine, merged_root, root_report
@@ -142,17 +142,10 @@ def test_position_deltas_rebuild_each_state():
     assert fresh.delta_since(states[-1]) is None
 
 
-def test_default_processes():
-    gpu = EngineConfig()
-    assert search_processes(gpu, on_gpu=True, hw=16) == min(8, MAX_DEFAULT_SEARCH_PROCESSES)
-    assert search_processes(gpu, on_gpu=True, hw=2) == 1
-    assert search_processes(gpu, on_gpu=False, hw=64) == 1
-    assert search_processes(gpu, on_gpu=True, hw=16, filters=128) == 8
-    assert search_processes(gpu, on_gpu=True, hw=16, filters=256) == 1
-    for changes in ({"threads": 1}, {"batchsize": 8}, {"visits": 800}, {"playouts": 100},
-                    {"benchmark": True}, {"dyn_komi": DynKomiParams(handicap=True)}):
-        assert search_processes(gpu.with_(**changes), on_gpu=True, hw=16) == 1, changes
-    assert search_processes(gpu.with_(search_processes=3, threads=1), on_gpu=False) == 3
+def test_one_tree_unless_asked():
+    assert search_processes(EngineConfig()) == 1
+    assert search_processes(EngineConfig(search_processes=3)) == 3
+    assert search_processes(EngineConfig(search_processes=0)) == 1
 
 
 # ---------------------------------------------------------------------- real helper processes

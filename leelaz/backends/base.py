@@ -149,9 +149,6 @@ class Backend:
     precision: str | None = None
     #: The device it runs on (a pyopencl Device), None on the host.
     device = None
-    #: It computes on a GPU: one search process cannot keep it busy, so the engine searches
-    #: in several by default (batching.search_processes).
-    on_gpu: bool = False
     #: The weights it evaluates (None for backends without any, such as `random`).
     weights: NetWeights | None = None
     #: The probability with which a batch is re-checked against NumPy (OpenCL only).

@@ -39,7 +39,6 @@ class MultiDeviceBackend(Backend):
         self.name = self.parts[0].name
         #: The search pipelines only when every part returns from submit before it is done.
         self.asynchronous = all(b.asynchronous for b in self.parts)
-        self.on_gpu = any(b.on_gpu for b in self.parts)
 
     @property
     def devices(self) -> list:

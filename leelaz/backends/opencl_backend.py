@@ -183,7 +183,6 @@ class OpenCLBackend(Backend):
             self.device = device or pick_device(gpus, self._log)
             self._log(f"Selected device: {self.device.name.strip()} on "
                       f"{self.device.platform.name.strip()}")
-            self.on_gpu = bool(self.device.type & cl.device_type.GPU)
             self.ctx = cl.Context([self.device])
             self.queue = cl.CommandQueue(self.ctx)
             if precision == "auto":

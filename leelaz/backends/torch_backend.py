@@ -146,7 +146,7 @@ class TorchBackend(Backend):
         self.dtype = torch.float16 if precision == "half" else torch.float32
         self.memory_format = torch.channels_last if self.cuda else torch.contiguous_format
         #: Asynchronous on CUDA only: on the CPU the pass runs inside submit anyway.
-        self.asynchronous = self.on_gpu = self.cuda
+        self.asynchronous = self.cuda
         #: Batches padded to bucket_rows (for cuDNN's per-shape algorithm choice).
         self.bucketed = self.cuda
         if threads and not self.cuda:

@@ -1,4 +1,5 @@
-"""The engine's search when several processes search each position: `MultiTreeSearch`.
+"""The engine's search when several processes search each position (--search-processes N):
+`MultiTreeSearch`.
 
 Owns: `MultiTreeSearch` (a UCTSearch that has helper processes search the same root as its own
 tree and reports the merged root statistics) and `make_search` (the engine's search: this one
@@ -15,9 +16,14 @@ reuse); at every progress report and at the end of a call the helpers' root stat
 merged into a stand-in root (search/merge.py) that the `info` lines, the move choice,
 resignation and the training record read (the `report_root` seam of UCTSearch).
 
-What the merge costs: the trees do not share evaluations, so the same positions near the root
-are evaluated in each, and "visits" counts every tree's. What that buys at equal time, against
-Leela Zero, is measured in docs/performance.md and the README.
+What it buys, measured (docs/performance.md): on a GPU with the shipped 6x128 network, 8
+processes analyse at 3.5 times one tree's visits per second, yet at equal time against Leela
+Zero they scored as one tree did, and at equal total visits 4 merged trees chose as one tree
+of a quarter of the visits: the trees share no evaluations and, searching the same position
+with the same network, mostly repeat each other. On 20x256 and 40x256 the processes, which
+take turns on the GPU, even lower the visits per second. So it is off by default
+(--search-processes 1); the seam and the merge stay for a design that shares more (a
+network server, one tree walked by several processes).
 
 When the helpers stay idle (the engine's tree alone searches): until they have loaded their
 networks (they start in the background, so the first GTP reply does not wait for them); with
@@ -141,9 +147,7 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     """The engine's search: a MultiTreeSearch with batching.search_processes(cfg) - 1 helper
     processes when that is more than one (and the network came from a file that the helpers
     can load with `load_network(cfg, path)`, a module-level function), else a UCTSearch."""
-    on_gpu = bool(getattr(getattr(network, "backend", None), "on_gpu", False))
-    weights = getattr(network, "weights", None)
-    processes = search_processes(cfg, on_gpu, filters=weights.filters if weights else 0)
+    processes = search_processes(cfg)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
     from leelaz.search_processes.helper import HelperProcess
