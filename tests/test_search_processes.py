@@ -91,7 +91,7 @@ def test_merged_pv_comes_from_the_tree_with_most_visits():
     own.children[1].psa_ratio = 0.0
     other = _tree({60: [0.5] * 8, 61: [0.4] * 2})
     report = list(root_report(other, BLACK))
-    report[4] = tuple(c[:5] + ((c[0], 200, 201) if c[0] == 60 else c[5],) for c in report[4])
+    report[3] = tuple(c[:5] + ((c[0], 200, 201) if c[0] == 60 else c[5],) for c in report[3])
     shadow = merged_root(own, [tuple(report)])
     pv = {m.move: m.pv for m in snapshot(shadow, BLACK, 0).children}
     assert pv[60] == [60, 200, 201]  # the helper had 8 visits to the own 3

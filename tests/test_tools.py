@@ -246,6 +246,42 @@ def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
     assert all(e.closed and e.moves == [1, 2] for e in started)
 
 
+def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypatch, tmp_path):
+    """Several reference settings: the ratio is ours over the best of them; --warmup runs an
+    untimed analysis on every engine before the timed positions."""
+    from click.testing import CliRunner
+
+    from leelaz.tools.bench import analyze
+
+    class Engine:
+        def __init__(self, name):
+            self.name, self.warm = name, False
+
+        def close(self):
+            pass
+
+    rates = {"leelaz": 30.0, "LZ 0.17 #1": 10.0, "LZ 0.17 #2": 20.0}
+
+    def measure(engine, game, move, seconds, interval):
+        assert engine.warm  # warmed before any timed position
+        return {"visits": 1, "seconds": 1.0, "rate": rates[engine.name]}
+
+    def warm_up(engine, seconds, interval):
+        assert seconds == 2.0
+        engine.warm = True
+
+    monkeypatch.setattr(analyze, "_start", lambda name, argv: Engine(name))
+    monkeypatch.setattr(analyze, "analyze_once", measure)
+    monkeypatch.setattr(analyze, "warm_up", warm_up)
+    game = tmp_path / "g.sgf"
+    game.write_text("(;SZ[19];B[pd];W[dp])")
+    done = CliRunner().invoke(analyze.command, ["--game", str(game), "--moves", "1,2",
+                                                "--warmup", "2", "--ours", "a",
+                                                "--reference", "b", "--reference", "c"])
+    assert done.exit_code == 0, done.output
+    assert _figures(done.output, "mean") == [30.0, 10.0, 20.0, 1.5]
+
+
 def test_bench_engine_and_search_run(lz_binary, random_weights):
     done = leelaz("bench", "engine", "-w", random_weights(1, 8), "-v", "60", "--runs", "1")
     assert done.returncode == 0, done.stderr

@@ -24,20 +24,19 @@ from __future__ import annotations
 from leelaz.search.node import M2_START, UCTNode
 from leelaz.search.stats import principal_variation
 
-#: A process's report: (root N, root W, root M2, playouts, children), each child
-#: (move, N, W, M2, prior, pv tuple). Plain tuples: they cross a pipe several times a second.
+#: A process's report: (root N, root W, root M2, children), each child (move, N, W, M2,
+#: prior, pv tuple). Plain tuples: they cross a pipe several times a second.
 RootReport = tuple
 
 
-def root_report(root: UCTNode, color: int, playouts: int = 0,
-                ratio: float = 0.10) -> RootReport:
+def root_report(root: UCTNode, color: int, ratio: float = 0.10) -> RootReport:
     """What `merged_root` needs of this tree (visited root children only)."""
     children = []
     for c in root.children:
         if c.visits:
             pv = tuple(principal_variation(c, 1 - color, ratio))
             children.append((c.move, c.visits, c.black_wins, c.m2, c.prior, pv))
-    return (root.visits, root.black_wins, root.m2, playouts, tuple(children))
+    return (root.visits, root.black_wins, root.m2, tuple(children))
 
 
 def combine(n_a: int, w_a: float, m2_a: float, n_b: int, w_b: float,
@@ -65,7 +64,7 @@ def merged_root(root: UCTNode, reports: list[RootReport]) -> UCTNode:
     theirs: dict[int, list] = {}
     for report in reports:
         n, w, m2 = combine(n, w, m2, report[0], report[1], report[2])
-        for child in report[4]:
+        for child in report[3]:
             theirs.setdefault(child[0], []).append(child)
     shadow.visits, shadow.black_wins, shadow.m2 = n, w, m2
     shadow.net_eval, shadow.status, shadow.expanded = root.net_eval, root.status, True

@@ -176,7 +176,7 @@ def _search(conn, search, seq: int, state, params) -> bool:
             if msg[0] == "report":
                 run = search.current
                 if run is not None and not _send(conn, "report", seq,
-                                                 root_report(run.root, run.color, run.playouts)):
+                                                 root_report(run.root, run.color)):
                     going["on"] = False
             elif msg[0] == "stop" or msg[0] == "quit":
                 going["on"] = False
@@ -190,7 +190,7 @@ def _search(conn, search, seq: int, state, params) -> bool:
     if going["quit"]:
         return False
     root = search.root
-    report = root_report(root, state.to_move, search.playouts) if root is not None else None
+    report = root_report(root, state.to_move) if root is not None else None
     return _send(conn, "final", seq, report)
 
 
