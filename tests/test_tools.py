@@ -209,11 +209,23 @@ def test_bench_analyze_reads_both_engines_info_lines(lz_binary, random_weights):
     assert len([x for x in done.stdout.splitlines() if "visits in" in x]) == 4
 
 
+def _bench_analyze(tmp_path, *args):
+    """`leelaz bench analyze` on a two-move game at moves 1 and 2, with the module's engine
+    start and measurement replaced by the caller; asserts exit 0."""
+    from click.testing import CliRunner
+
+    from leelaz.tools.bench import analyze
+
+    game = tmp_path / "g.sgf"
+    game.write_text("(;SZ[19];B[pd];W[dp])")
+    done = CliRunner().invoke(analyze.command, ["--game", str(game), "--moves", "1,2", *args])
+    assert done.exit_code == 0, done.output
+    return done
+
+
 def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
     """A second analysis of a position in the same engine would replay the first one's tree
     from the network cache: each round must measure engines started for it, closed after."""
-    from click.testing import CliRunner
-
     from leelaz.tools.bench import analyze
 
     class Engine:
@@ -236,12 +248,7 @@ def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
 
     monkeypatch.setattr(analyze, "_start", start)
     monkeypatch.setattr(analyze, "analyze_once", measure)
-    game = tmp_path / "g.sgf"
-    game.write_text("(;SZ[19];B[pd];W[dp])")
-    done = CliRunner().invoke(analyze.command, ["--game", str(game), "--moves", "1,2",
-                                                "--rounds", "3", "--ours", "a",
-                                                "--reference", "b"])
-    assert done.exit_code == 0, done.output
+    done = _bench_analyze(tmp_path, "--rounds", "3", "--ours", "a", "--reference", "b")
     assert [e.name for e in started] == ["leelaz", "LZ 0.17"] * 3
     assert all(e.closed and e.moves == [1, 2] for e in started)
 
@@ -249,8 +256,6 @@ def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
 def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypatch, tmp_path):
     """Several reference settings: the ratio is ours over the best of them; --warmup runs an
     untimed analysis on every engine before the timed positions."""
-    from click.testing import CliRunner
-
     from leelaz.tools.bench import analyze
 
     class Engine:
@@ -273,12 +278,8 @@ def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypat
     monkeypatch.setattr(analyze, "_start", lambda name, argv: Engine(name))
     monkeypatch.setattr(analyze, "analyze_once", measure)
     monkeypatch.setattr(analyze, "warm_up", warm_up)
-    game = tmp_path / "g.sgf"
-    game.write_text("(;SZ[19];B[pd];W[dp])")
-    done = CliRunner().invoke(analyze.command, ["--game", str(game), "--moves", "1,2",
-                                                "--warmup", "2", "--ours", "a",
-                                                "--reference", "b", "--reference", "c"])
-    assert done.exit_code == 0, done.output
+    done = _bench_analyze(tmp_path, "--warmup", "2", "--ours", "a", "--reference", "b",
+                          "--reference", "c")
     assert _figures(done.output, "mean") == [30.0, 10.0, 20.0, 1.5]
 
 
