@@ -234,3 +234,51 @@ def test_engine_with_search_processes_answers_and_quits(random_weights):
     assert "Searching in 3 processes, one tree each." in done.stderr
     assert done.stdout.startswith("= \n\n= ")
     assert time.monotonic() - began < 120
+
+
+def test_helpers_end_when_the_engine_is_killed(random_weights):
+    """SIGKILL leaves the helpers no quit message: they see their pipe close and exit."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    net = random_weights(1, 8)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "leelaz", "--gtp", "--noponder", "--cpu-only", "-w", net,
+         "--search-processes", "3", "-v", "20"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        engine.stdin.write("genmove b\n")
+        engine.stdin.flush()
+        assert engine.stdout.readline().startswith("= ")
+        children = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == engine.pid]
+        assert len(children) >= 2  # the two helpers (and perhaps spawn's tracker)
+    finally:
+        engine.send_signal(signal.SIGKILL)
+        engine.wait(30)
+    deadline = time.monotonic() + 30
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in alive if _state(p) not in (None, "Z")]
+    assert not alive
+
+
+def _stat(pid: str) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state first), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _parent(pid: str) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
+
+
+def _state(pid: str) -> str | None:
+    fields = _stat(pid)
+    return fields[0] if fields else None
