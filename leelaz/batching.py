@@ -51,10 +51,9 @@ def search_processes(cfg) -> int:
     """How many processes search each position, each its own tree, their root statistics
     merged (search_processes/pool.py): --search-processes, one by default. More trees raise
     the visits per second where one tree's Python is the limit (a GPU with a small network),
-    but measured they did not buy strength: at equal time on a GPU the default of 8 scored as
-    one tree did, and at equal total visits 4 trees chose as one tree of a quarter of the
-    visits (docs/performance.md). On wide networks they also lower the visits per second
-    (the processes share the GPU by turns)."""
+    but in play at 0.5 s a move on a GPU eight of them scored no better than one tree, and on
+    wide networks they lower the visits per second (the processes take turns on the GPU);
+    docs/performance.md has the measurements."""
     return max(1, cfg.search_processes)
 
 

@@ -89,8 +89,9 @@ def _command() -> click.Command:
                      show_default=True,
                      help="leelaz: search each position in this many processes at once, each "
                           "its own tree on its own network, their root statistics merged. "
-                          "More visits/s on a GPU with a small network, but no strength "
-                          "gained at equal time (README, Speed); 1 = one tree, as Leela Zero."),
+                          "More visits/s on a GPU with a small network (analysis), fewer on "
+                          "wide ones, no strength gained in play at 0.5 s a move (README); "
+                          "1 = one tree, as Leela Zero."),
         click.Option(["--full-tuner"], is_flag=True,
                      help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
         click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),

@@ -17,13 +17,14 @@ merged into a stand-in root (search/merge.py) that the `info` lines, the move ch
 resignation and the training record read (the `report_root` seam of UCTSearch).
 
 What it buys, measured (docs/performance.md): on a GPU with the shipped 6x128 network, 8
-processes analyse at 3.5 times one tree's visits per second, yet at equal time against Leela
-Zero they scored as one tree did, and at equal total visits 4 merged trees chose as one tree
-of a quarter of the visits: the trees share no evaluations and, searching the same position
-with the same network, mostly repeat each other. On 20x256 and 40x256 the processes, which
-take turns on the GPU, even lower the visits per second. So it is off by default
-(--search-processes 1); the seam and the merge stay for a design that shares more (a
-network server, one tree walked by several processes).
+processes analyse at 3.5 times one tree's visits per second, and at fixed visits (on the CPU)
+merged trees choose about as well as one tree of all their visits; yet in play at 0.5 s a move
+against Leela Zero they scored no better than one tree: each move costs sending the position,
+the helpers' root preparation and the wait for their last reports, and the processes share
+the cores and take turns on the GPU. On 20x256 and 40x256 those turns even lower the visits
+per second. So it is off by default (--search-processes 1); the seam and the merge stay for
+analysis on small networks and for a design that shares more (a network server, one tree
+walked by several processes).
 
 When the helpers stay idle (the engine's tree alone searches): until they have loaded their
 networks (they start in the background, so the first GTP reply does not wait for them); with
