@@ -178,7 +178,7 @@ def _search(conn, search, seq: int, state, params) -> bool:
                 if run is not None and not _send(conn, "report", seq,
                                                  root_report(run.root, run.color)):
                     going["on"] = False
-            elif msg[0] == "stop" or msg[0] == "quit":
+            elif msg[0] == "quit" or (msg[0] == "stop" and msg[1] == seq):
                 going["on"] = False
                 going["quit"] = msg[0] == "quit"
         return not going["on"]
