@@ -313,13 +313,14 @@ def _optional_module(name: str):
 
 
 def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
-                 prefer: str | None = None):
+                 prefer: str | None = None, backend=None):
     """The Network for `path`, or None when there is no path or no network support yet.
 
     Backend: NumPy with --cpu-only; otherwise OpenCL (with several --gpu ids, one backend per
     id splitting each batch), falling back to NumPy (with a message) when no OpenCL device can
     be used. `weights` (already loaded) and `prefer` (device_choice.preferred_backend's
-    answer) come from _start, which needs both before it prints the start-up lines. Raises
+    answer) come from _start, which needs both before it prints the start-up lines. A given
+    `backend` is used as it is (a search process's client of the network server). Raises
     OSError/ValueError (WeightsError) for a file that cannot be loaded; the caller exits 1.
     """
     if path is None:
@@ -342,11 +343,12 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
     # --cpu-only gives NumPy; otherwise OpenCL on a GPU (on every --gpu id given), or on a CPU
     # device only if it beats NumPy; any OpenCL failure falls back to NumPy with a one-line
     # reason.
-    backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
-                             precision=cfg.precision, batch_size=batch,
-                             tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
-                             log=lambda line: say(line + "\n"), prefer=prefer,
-                             backend=cfg.network_backend)
+    if backend is None:
+        backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
+                                 precision=cfg.precision, batch_size=batch,
+                                 tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
+                                 log=lambda line: say(line + "\n"), prefer=prefer,
+                                 backend=cfg.network_backend)
     if backend.name == "numpy":
         say("Initializing CPU-only evaluation.\n")
     # The cache starts at the network's default size; lz-setoption re-splits memory later.
@@ -354,10 +356,14 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
                          symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
 
 
-def load_engine_network(cfg: EngineConfig, path: str, say=lambda text: None):
+def load_engine_network(cfg: EngineConfig, path: str, say=lambda text: None, backend=None):
     """The network `_start` would load for `cfg` (backend choice included), without the
-    start-up lines: a helper search process (search_processes/helper.py) loads its own so."""
+    start-up lines: a helper search process (search_processes/helper.py) loads its own so,
+    and the network server (search_processes/network_server.py) its backend. With `backend`,
+    the Network is built around it (a helper's client of the server)."""
     weights = _read_weights(cfg, path)
+    if backend is not None:
+        return load_network(cfg, path, say, weights=weights, backend=backend)
     cfg, prefer = _choose_search_backend(cfg, weights, [])
     return load_network(cfg, path, say, weights=weights, prefer=prefer)
 

@@ -149,24 +149,36 @@ def test_one_tree_unless_asked():
 
 
 # ---------------------------------------------------------------------- real helper processes
-def _load_numpy(cfg, path):
-    """A helper's loader (module level: it travels to the new process by reference)."""
+def _load_numpy(cfg, path, backend=None):
+    """A helper's loader (module level: it travels to the new process by reference), with
+    cli.load_engine_network's `backend` (a network server's client)."""
+    from leelaz.backends.weights import load_weights
     from leelaz.nn.network import Network
 
+    if backend is not None:
+        return Network(load_weights(path), backend, seed=cfg.seed)
     return Network.from_file(path, backend="numpy", seed=cfg.seed)
 
 
-@pytest.fixture
-def pool(random_weights):
+@pytest.fixture(params=["own networks", "network server"])
+def pool(request, random_weights):
     from leelaz.nn.network import Network
+    from leelaz.search_processes.network_server import NetworkServer
     from leelaz.search_processes.pool import MultiTreeSearch
     from leelaz.search_processes.helper import HelperProcess
 
     path = random_weights(1, 8)
     cfg = EngineConfig(cpu_only=True, seed=11)
-    helpers = [HelperProcess(_load_numpy, cfg, path, i) for i in range(2)]
+    server = None
+    if request.param == "network server":
+        server = NetworkServer(_load_numpy, cfg, path, 2)
+    helpers = [HelperProcess(_load_numpy, cfg, path, i,
+                             server=server.client(i) if server else None) for i in range(2)]
+    if server is not None:
+        server.release_clients()
     search = MultiTreeSearch(Network.from_file(path, backend="numpy", seed=11),
-                             SearchParams(batch_size=4, quiet=True), rng=11, helpers=helpers)
+                             SearchParams(batch_size=4, quiet=True), rng=11, helpers=helpers,
+                             server=server)
     deadline = time.monotonic() + 120
     while not all(h.ready for h in helpers):
         assert time.monotonic() < deadline, [h.failure for h in helpers]
@@ -177,6 +189,7 @@ def pool(random_weights):
     search.close()
     for h in helpers:
         assert not h.process.is_alive()
+    assert server is None or not server.process.is_alive()
 
 
 def _trees_in(result) -> int:
@@ -282,3 +295,147 @@ def _parent(pid: str) -> int | None:
 def _state(pid: str) -> str | None:
     fields = _stat(pid)
     return fields[0] if fields else None
+
+
+# ---------------------------------------------------------------------- the network server
+class _RowSums:
+    """A backend whose answer for a row depends on that row alone, computed independently of
+    the server: logits[j] = j + the row's sum of inputs, value = the sum. It records its calls
+    (rows per call) and fails a call holding a row whose inputs sum to -1."""
+
+    name = "rowsums"
+    precision = None
+    max_batch = None
+
+    def __init__(self, packed: bool, max_batch=None):
+        self.packed = packed
+        self.max_batch = max_batch
+        self.calls: list[int] = []
+
+    @property
+    def accepts_packed_inputs(self):
+        return self.packed
+
+    def _answer(self, sums):
+        from leelaz.backends.base import Done
+
+        if (sums == -1).any():
+            raise ValueError("a poisoned row")
+        sums = np.asarray(sums, dtype=np.float32)
+        self.calls.append(len(sums))
+        return Done((np.arange(362, dtype=np.float32)[None, :] + sums[:, None], sums))
+
+    def submit(self, planes):
+        return self._answer(planes.reshape(len(planes), -1).sum(axis=1))
+
+    def submit_packed(self, packed, batch):
+        from leelaz.backends.base import PACKED_ROW
+
+        boxes = np.frombuffer(packed[:batch * PACKED_ROW], dtype=np.uint8)
+        return self._answer(boxes.reshape(batch, PACKED_ROW).sum(axis=1).astype(np.float32))
+
+
+def _serve_in_thread(backend, clients: int, start: bool = True):
+    import threading
+    from multiprocessing import Pipe
+
+    from leelaz.search_processes.network_server import RemoteBackend, serve
+
+    pairs = [Pipe() for _ in range(clients)]
+    counters = {}
+    thread = threading.Thread(
+        target=lambda: counters.update(serve(backend, [s for _, s in pairs])))
+    if start:
+        thread.start()
+    hello = {"name": backend.name, "packed": backend.packed, "precision": None}
+    return [RemoteBackend(c, hello) for c, _ in pairs], thread, counters
+
+
+def _expected(sums):
+    sums = np.asarray(sums, dtype=np.float32)
+    return np.arange(362, dtype=np.float32)[None, :] + sums[:, None], sums
+
+
+def test_the_server_answers_every_client_its_own_rows_in_one_call():
+    backend = _RowSums(packed=False)
+    clients, thread, counters = _serve_in_thread(backend, 3, start=False)
+    rng = np.random.default_rng(3)
+    # (small batches: the requests sit in the pipes' buffers until the server starts)
+    batches = [rng.integers(0, 3, (n, 18, 19, 19)).astype(np.float32) for n in (1, 2, 1)]
+    # Every client sends two requests before the server starts: it finds the three first
+    # requests waiting together (one call), then the three second ones; each client gets
+    # its answers in order.
+    first = [c.submit(b) for c, b in zip(clients, batches)]
+    second = [c.submit(b[::-1].copy()) for c, b in zip(clients, batches)]
+    thread.start()
+    sent = list(zip(first, batches)) + list(zip(second, [b[::-1] for b in batches]))
+    for pending, planes in sent:
+        logits, values = pending.result()
+        want_logits, want_values = _expected(planes.reshape(len(planes), -1).sum(axis=1))
+        np.testing.assert_array_equal(logits, want_logits)
+        np.testing.assert_array_equal(values, want_values)
+    for c in clients:
+        c.conn.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert counters["rows"] == 8
+    assert backend.calls == [4, 4]  # requests that waited together went in one call
+
+
+def test_the_server_joins_packed_positions_and_respects_max_batch():
+    from leelaz.nn.features import packed_inputs
+
+    backend = _RowSums(packed=True, max_batch=4)
+    clients, thread, _ = _serve_in_thread(backend, 2, start=False)
+    rng = random.Random(8)
+    games = []
+    for n in (3, 3):
+        states = []
+        for _ in range(n):
+            state = GameState()
+            for _ in range(rng.randrange(1, 30)):
+                state.play(state.to_move, rng.choice(state.legal_moves(state.to_move)))
+            states.append(state)
+        games.append(states)
+    pendings = [c.submit_packed(packed_inputs(s, [0] * len(s)), len(s))
+                for c, s in zip(clients, games)]
+    thread.start()
+    from leelaz.backends.base import PACKED_ROW
+
+    for pending, states in zip(pendings, games):
+        own = np.frombuffer(packed_inputs(states, [0] * len(states))[:len(states) * PACKED_ROW],
+                            dtype=np.uint8).reshape(len(states), PACKED_ROW).sum(axis=1)
+        logits, values = pending.result()
+        np.testing.assert_array_equal(values, own.astype(np.float32))
+    for c in clients:
+        c.conn.close()
+    thread.join(10)
+    assert backend.calls == [3, 3]  # two requests of 3 waited together: two calls of <= 4
+
+
+def test_a_failed_call_reaches_its_clients_and_the_server_goes_on():
+    backend = _RowSums(packed=False)
+    clients, thread, _ = _serve_in_thread(backend, 1)
+    poisoned = np.zeros((1, 18, 19, 19), dtype=np.float32)
+    poisoned[0, 0, 0, 0] = -1
+    with pytest.raises(RuntimeError, match="a poisoned row"):
+        clients[0].submit(poisoned).result()
+    fine = np.ones((2, 18, 19, 19), dtype=np.float32)
+    np.testing.assert_array_equal(clients[0].submit(fine).result()[1], [18 * 361] * 2)
+    clients[0].conn.close()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_a_client_whose_server_failed_to_load_says_why():
+    from multiprocessing import Pipe
+
+    from leelaz.search_processes.network_server import RemoteBackend
+
+    ours, theirs = Pipe()
+    theirs.send(("failed", "OSError: no such file"))
+    with pytest.raises(RuntimeError, match="no such file"):
+        RemoteBackend.connect(ours)
+    theirs.close()
+    with pytest.raises(RuntimeError, match="went away"):
+        RemoteBackend.connect(ours)

@@ -1,9 +1,11 @@
-"""A helper search process: its own network and tree, searching what the engine sends.
+"""A helper search process: its own tree, searching what the engine sends.
 
 Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
-`helper_main` (the helper's whole life). Imports: search.search, search.merge; the network is
-loaded by the composition root's loader it is handed (cli.load_engine_network: the network
-exactly as the engine loads it), passed to the new process by reference.
+`helper_main` (the helper's whole life). Imports: search.search, search.merge,
+search_processes.network_server; the network is loaded by the composition root's loader it is
+handed (cli.load_engine_network: the network exactly as the engine loads it), passed to the
+new process by reference. With the network server, the helper's Network (its own cache and
+symmetries) sends its batches to the server (a RemoteBackend) instead of holding a backend.
 
 Protocol (tuples over one multiprocessing pipe). Engine to helper: ("search", seq, kind,
 position, params) searches a position for its side to move until ("stop", seq): kind "state"
@@ -34,11 +36,11 @@ from leelaz.search.merge import RootReport, root_report
 class HelperProcess:
     """The engine's handle on one helper process (see the module docstring)."""
 
-    def __init__(self, load_network, cfg, weights_path: str, index: int):
+    def __init__(self, load_network, cfg, weights_path: str, index: int, server=None):
         ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=helper_main,
-                                   args=(child, load_network, cfg, weights_path, index),
+                                   args=(child, load_network, cfg, weights_path, index, server),
                                    name=f"leelaz-search-{index}", daemon=True)
         self.process.start()
         child.close()
@@ -124,12 +126,14 @@ class HelperProcess:
         self._died("closed")
 
 
-def helper_main(conn, load_network, cfg, weights_path: str, index: int) -> None:
-    """The helper process: load the network (`load_network(cfg, path)`), then serve searches
+def helper_main(conn, load_network, cfg, weights_path: str, index: int,
+                server=None) -> None:
+    """The helper process: load the network (`load_network(cfg, path)`; with `server`, a
+    connection to the network server, around a RemoteBackend on it), then serve searches
     until quit or the pipe closes."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
     try:
-        search = _load(load_network, cfg, weights_path, index)
+        search = _load(load_network, cfg, weights_path, index, server)
     except Exception as exc:  # noqa: BLE001 - any failure is reported, the engine goes on
         _send(conn, "failed", f"{type(exc).__name__}: {exc}")
         return
@@ -153,13 +157,17 @@ def helper_main(conn, load_network, cfg, weights_path: str, index: int) -> None:
         return  # the engine is gone
 
 
-def _load(load_network, cfg, weights_path: str, index: int):
+def _load(load_network, cfg, weights_path: str, index: int, server=None):
     """This helper's network and search: the engine's configuration with its own seeds."""
     from leelaz.search.search import UCTSearch
 
     seed = None if cfg.seed is None else (cfg.seed + 7919 * (index + 1)) % (1 << 64)
     cfg = cfg.with_(quiet=True, seed=seed)
-    network = load_network(cfg, weights_path)
+    if server is not None:
+        from leelaz.search_processes.network_server import RemoteBackend
+        network = load_network(cfg, weights_path, backend=RemoteBackend.connect(server))
+    else:
+        network = load_network(cfg, weights_path)
     if network is None:
         raise RuntimeError(f"no network from {weights_path}")
     return UCTSearch(network, rng=seed, log=lambda text: None)

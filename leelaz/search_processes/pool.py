@@ -46,6 +46,7 @@ from leelaz.search.search import UCTSearch
 
 if TYPE_CHECKING:  # imported when helpers start: multiprocessing stays out of a plain start
     from leelaz.search_processes.helper import HelperProcess
+    from leelaz.search_processes.network_server import NetworkServer
 
 #: How long the end of a call waits for a helper's last report.
 STOP_SECONDS = 5.0
@@ -57,9 +58,10 @@ class MultiTreeSearch(UCTSearch):
     `helpers` are started HelperProcess handles; `close()` ends them (also at exit)."""
 
     def __init__(self, evaluator, params=None, rng=None, log=None, *,
-                 helpers: list[HelperProcess]):
+                 helpers: list[HelperProcess], server: NetworkServer | None = None):
         super().__init__(evaluator, params, rng=rng, log=log)
         self.helpers = list(helpers)
+        self.server = server
         self._seq = 0
         self._job: list[HelperProcess] = []  # helpers searching the current call
         self._reports: list = []  # their last reports, for the final merge
@@ -137,24 +139,42 @@ class MultiTreeSearch(UCTSearch):
             helper.send("reset")
 
     def close(self) -> None:
-        """End the helper processes."""
+        """End the helper processes and the network server."""
         helpers, self.helpers, self._job = self.helpers, [], []
         for helper in helpers:
             helper.close()
+        server, self.server = self.server, None
+        if server is not None:
+            server.close()
 
 
 def make_search(network, cfg, weights_path: str | None, params, *, load_network=None,
-                rng=None, log=None):
+                rng=None, log=None, shared_network: bool | None = None):
     """The engine's search: a MultiTreeSearch with batching.search_processes(cfg) - 1 helper
     processes when that is more than one (and the network came from a file that the helpers
-    can load with `load_network(cfg, path)`, a module-level function), else a UCTSearch."""
+    can load with `load_network(cfg, path)`, a module-level function), else a UCTSearch.
+
+    `shared_network`: the helpers' batches go to one network server process
+    (network_server.py) instead of a network each; None decides by the engine's backend:
+    shared on a device (one context, big batches), not for NumPy, where each helper's own
+    network computes on its own core."""
     processes = search_processes(cfg)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
     from leelaz.search_processes.helper import HelperProcess
 
-    helpers = [HelperProcess(load_network, cfg, weights_path, i)
+    if shared_network is None:
+        shared_network = network.backend.name != "numpy"
+    server = None
+    if shared_network:
+        from leelaz.search_processes.network_server import NetworkServer
+        server = NetworkServer(load_network, cfg, weights_path, processes - 1)
+    helpers = [HelperProcess(load_network, cfg, weights_path, i,
+                             server=server.client(i) if server else None)
                for i in range(processes - 1)]
-    search = MultiTreeSearch(network, params, rng=rng, log=log, helpers=helpers)
-    search.log(f"Searching in {processes} processes, one tree each.\n")
+    if server is not None:
+        server.release_clients()
+    search = MultiTreeSearch(network, params, rng=rng, log=log, helpers=helpers, server=server)
+    shared = ", their networks in one server process" if server else ""
+    search.log(f"Searching in {processes} processes, one tree each{shared}.\n")
     return search

@@ -2,7 +2,7 @@
 
 Owns: `RoundBatch` (the rows a group of games sends in one round, and the one backend call
 that evaluates them) and `SharedBackend` (what each game's `nn.network.Network` is given as
-its backend). Imports: numpy, backends.base (the seam, and the size of a packed position).
+its backend). Imports: numpy, backends.base (the seam, and the join of packed batches).
 
 Why at the backend seam: every game keeps its own `Network` (its own cache and its own random
 symmetries, seeded per game, as a fresh Leela Zero process per game has), so a game's
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import PACKED_KOMI_BYTES, PACKED_ROW, Backend
+from leelaz.backends.base import Backend, join_packed
 
 
 class _Call:
@@ -90,7 +90,7 @@ class RoundBatch:
         if not call.rows:
             return
         if self.packed:
-            call.pending = self.backend.submit_packed(_joined_packed(call.parts), call.rows)
+            call.pending = self.backend.submit_packed(join_packed(call.parts), call.rows)
         else:
             parts = [p for p, _ in call.parts]
             planes = parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -98,18 +98,6 @@ class RoundBatch:
         call.parts = []
         self.calls += 1
         self.rows += call.rows
-
-
-def _joined_packed(parts) -> bytes:
-    """Several packed submits as one, in nn/features.packed_inputs' layout: every position's
-    boxes, then every (side, symmetry) pair, then, when any part has it (dynamic komi), the
-    colour-plane section, zeros (unflagged rows) for the parts without one."""
-    boxes = b"".join(p[:n * PACKED_ROW] for p, n in parts)
-    pairs = b"".join(p[n * PACKED_ROW:n * (PACKED_ROW + 2)] for p, n in parts)
-    if all(len(p) == n * (PACKED_ROW + 2) for p, n in parts):
-        return boxes + pairs
-    komi = b"".join(p[n * (PACKED_ROW + 2):] or bytes(PACKED_KOMI_BYTES * n) for p, n in parts)
-    return boxes + pairs + komi
 
 
 class SharedBackend(Backend):

@@ -1,0 +1,292 @@
+"""One network for every search process: the network server and its clients.
+
+Owns: `NetworkServer` (the engine's handle: starts the server process and hands out one
+client connection per search process), `serve` (the server's loop: every waiting request in
+one backend call), `server_main` (the server process's life) and `RemoteBackend` (the Backend
+seam a search process's Network is given: its batches go to the server over a pipe).
+Imports: numpy, backends.base.
+
+Why: with one network per search process, every process holds its own GPU context and sends
+its own batches of 32 leaves; the device takes the contexts in turn, so on wide networks more
+processes gave fewer visits per second (docs/performance.md, issue 18). The server holds the
+one context and joins the batches of all its clients that wait into one call, so the device
+sees batches of a few hundred rows, where it is efficient, whatever the number of trees.
+
+Protocol: one duplex pipe per client. The server first sends ("ready", hello) (a dict: the
+backend's `name`, whether it takes `packed` positions, its `precision`) or ("failed", text).
+Then the client sends requests as raw bytes: REQUEST (request id, rows, 1 for packed
+positions / 0 for float32 planes), then the positions; the server answers each with REPLY
+(request id, rows), then `rows` float32 policy rows of 362 logits and `rows` float32 values,
+in the order of that client's requests; a backend error answers rows = FAILED and the
+message's text. A client quits by closing its end; the server ends when the engine's control
+pipe closes or says ("quit",).
+
+Two calls at most are in flight: while the device computes one, the server reads the next
+requests and sends them as the second call, so the device is not idle between calls.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import struct
+import sys
+from multiprocessing.connection import wait
+
+import numpy as np
+
+from leelaz.backends.base import INPUT_CHANNELS, POLICY_OUTPUTS, Backend, join_packed
+
+REQUEST = struct.Struct("<IIB")
+REPLY = struct.Struct("<II")
+FAILED = 0xFFFFFFFF
+#: Calls the server keeps on the device at once (one computing, one queued behind it).
+CALLS_IN_FLIGHT = 2
+
+
+class NetworkServer:
+    """The engine's handle on the server process: `client(i)` is the connection to give the
+    i-th search process (as a Process argument), `close()` ends the server (also when the
+    engine dies: its control pipe closes)."""
+
+    def __init__(self, load_network, cfg, weights_path: str, clients: int):
+        ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
+        self.control, server_control = ctx.Pipe()
+        pairs = [ctx.Pipe() for _ in range(clients)]
+        self._clients = [ours for ours, _ in pairs]
+        self.process = ctx.Process(target=server_main,
+                                   args=(server_control, [theirs for _, theirs in pairs],
+                                         load_network, cfg, weights_path),
+                                   name="leelaz-network", daemon=True)
+        self.process.start()
+        server_control.close()
+        for _, theirs in pairs:
+            theirs.close()
+
+    def client(self, index: int):
+        return self._clients[index]
+
+    def release_clients(self) -> None:
+        """Close the engine's copies of the client ends once the search processes hold
+        theirs, so that a client process's death reaches the server as end of file."""
+        for conn in self._clients:
+            conn.close()
+
+    def close(self, timeout: float = 2.0) -> None:
+        if self.process.is_alive():
+            try:
+                self.control.send(("quit",))
+            except (OSError, ValueError):
+                pass
+            self.process.join(timeout)
+            if self.process.is_alive():
+                self.process.terminate()
+                self.process.join(timeout)
+        self.control.close()
+
+
+def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
+    """The server process: load the engine's backend (`load_network(cfg, path).backend`),
+    greet every client, then serve until the engine quits or goes away."""
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
+    try:
+        network = load_network(cfg.with_(quiet=True), weights_path)
+        if network is None:
+            raise RuntimeError(f"no network from {weights_path}")
+        backend = network.backend
+    except Exception as exc:  # noqa: BLE001 - reported to every client; the engine goes on
+        for conn in clients:
+            _send(conn, ("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    hello = {"name": backend.name, "packed": bool(backend.accepts_packed_inputs),
+             "precision": backend.precision}
+    clients = [conn for conn in clients if _send(conn, ("ready", hello))]
+    serve(backend, clients, control)
+
+
+def serve(backend: Backend, clients: list, control=None) -> dict:
+    """Answer the clients' requests until every client is gone or `control` ends it; gives
+    counters (`calls`, `rows`) for tests and measurements."""
+    clients = list(clients)
+    counters = {"calls": 0, "rows": 0}
+    waiting: list = []  # (conn, request id, rows, packed, payload)
+    in_flight: collections.deque = collections.deque()
+    watched = clients + ([control] if control is not None else [])
+    while clients or in_flight:
+        for conn in wait(watched, timeout=0 if (in_flight or waiting) else None):
+            if conn is control:
+                if _control_ends(conn):
+                    return counters
+                continue
+            try:
+                data = conn.recv_bytes()
+            except (EOFError, OSError):
+                clients.remove(conn)
+                watched.remove(conn)
+                continue
+            request, rows, packed = REQUEST.unpack_from(data)
+            waiting.append((conn, request, rows, packed, memoryview(data)[REQUEST.size:]))
+        if waiting and len(in_flight) < CALLS_IN_FLIGHT:
+            for chunk in _chunks(waiting, backend.max_batch):
+                in_flight.append(_call(backend, chunk))
+                counters["calls"] += 1
+                counters["rows"] += sum(r[2] for r in chunk)
+            waiting = []
+        elif in_flight:
+            _answer(*in_flight.popleft())
+    return counters
+
+
+def _control_ends(control) -> bool:
+    try:
+        return control.recv()[0] == "quit"
+    except (EOFError, OSError):
+        return True
+
+
+def _chunks(requests: list, max_batch: int | None):
+    """The requests in calls of at most max_batch rows (a request is never split)."""
+    if not max_batch:
+        yield requests
+        return
+    chunk, rows = [], 0
+    for request in requests:
+        if chunk and rows + request[2] > max_batch:
+            yield chunk
+            chunk, rows = [], 0
+        chunk.append(request)
+        rows += request[2]
+    if chunk:
+        yield chunk
+
+
+def _call(backend: Backend, requests: list):
+    """One backend submit for all `requests`; (pending or the error, requests)."""
+    try:
+        if all(r[3] for r in requests):
+            joined = join_packed([(r[4], r[2]) for r in requests])
+            pending = backend.submit_packed(joined, sum(r[2] for r in requests))
+        else:
+            planes = np.concatenate([np.frombuffer(r[4], dtype=np.float32) for r in requests])
+            pending = backend.submit(planes.reshape(-1, INPUT_CHANNELS, 19, 19))
+        return pending, requests
+    except Exception as exc:  # noqa: BLE001 - the clients get the error, the server goes on
+        return exc, requests
+
+
+def _answer(pending, requests: list) -> None:
+    """Wait for a call and send each client its rows."""
+    try:
+        if isinstance(pending, Exception):
+            raise pending
+        logits, values = pending.result()
+        logits = np.ascontiguousarray(logits, dtype=np.float32).reshape(-1, POLICY_OUTPUTS)
+        values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+    except Exception as exc:  # noqa: BLE001
+        text = f"{type(exc).__name__}: {exc}".encode()
+        for conn, request, _, _, _ in requests:
+            _send_bytes(conn, REPLY.pack(request, FAILED) + text)
+        return
+    start = 0
+    for conn, request, rows, _, _ in requests:
+        end = start + rows
+        _send_bytes(conn, REPLY.pack(request, rows) + logits[start:end].tobytes()
+                    + values[start:end].tobytes())
+        start = end
+
+
+def _send(conn, msg) -> bool:
+    try:
+        conn.send(msg)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _send_bytes(conn, data: bytes) -> None:
+    try:
+        conn.send_bytes(data)
+    except (OSError, ValueError):
+        pass  # a client that went away: the loop drops it at its end of file
+
+
+class RemoteBackend(Backend):
+    """A search process's backend: each submit is a request to the network server, answered
+    in order (see the module docstring). Asynchronous, so the search walks its tree for the
+    next batch while the server computes this one."""
+
+    asynchronous = True
+
+    def __init__(self, conn, hello: dict):
+        self.conn = conn
+        self.name = hello["name"]
+        self.precision = hello.get("precision")
+        self._packed = bool(hello["packed"])
+        self._next = 0
+        self._answers: dict[int, tuple] = {}
+
+    @classmethod
+    def connect(cls, conn) -> RemoteBackend:
+        """Wait for the server's greeting; raises RuntimeError if it could not load."""
+        try:
+            kind, detail = conn.recv()
+        except (EOFError, OSError) as exc:
+            raise RuntimeError("the network server went away") from exc
+        if kind != "ready":
+            raise RuntimeError(f"the network server failed: {detail}")
+        return cls(conn, detail)
+
+    @property
+    def accepts_packed_inputs(self) -> bool:
+        return self._packed
+
+    def forward(self, planes: np.ndarray):
+        return self.submit(planes).result()
+
+    def submit(self, planes: np.ndarray) -> _Answer:
+        planes = np.ascontiguousarray(planes, dtype=np.float32)
+        return self._request(planes.tobytes(), len(planes), 0)
+
+    def submit_packed(self, packed: bytes, batch: int) -> _Answer:
+        return self._request(packed, batch, 1)
+
+    def _request(self, payload: bytes, rows: int, packed: int) -> _Answer:
+        request, self._next = self._next, (self._next + 1) & 0x7FFFFFFF
+        try:
+            self.conn.send_bytes(REQUEST.pack(request, rows, packed) + payload)
+        except (OSError, ValueError) as exc:
+            raise RuntimeError("the network server went away") from exc
+        return _Answer(self, request)
+
+    def _wait(self, request: int) -> tuple[np.ndarray, np.ndarray]:
+        while request not in self._answers:
+            try:
+                data = self.conn.recv_bytes()
+            except (EOFError, OSError) as exc:
+                raise RuntimeError("the network server went away") from exc
+            got, rows = REPLY.unpack_from(data)
+            self._answers[got] = (rows, memoryview(data)[REPLY.size:])
+        rows, body = self._answers.pop(request)
+        if rows == FAILED:
+            raise RuntimeError(f"the network server: {bytes(body).decode(errors='replace')}")
+        logits = np.frombuffer(body, dtype=np.float32, count=rows * POLICY_OUTPUTS)
+        values = np.frombuffer(body, dtype=np.float32, offset=rows * POLICY_OUTPUTS * 4,
+                               count=rows)
+        return logits.reshape(rows, POLICY_OUTPUTS), values
+
+
+class _Answer:
+    """A request under way: `result()` waits for the server's reply (once)."""
+
+    __slots__ = ("_backend", "_request", "_answer")
+
+    def __init__(self, backend: RemoteBackend, request: int):
+        self._backend = backend
+        self._request = request
+        self._answer = None
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._answer is None:
+            self._answer = self._backend._wait(self._request)
+        return self._answer
