@@ -47,14 +47,25 @@ MIN_PENDING_LEAVES = 10
 PONDER_BATCH_SECONDS = 0.03
 
 
-def search_processes(cfg) -> int:
+#: The most search processes the engine starts by itself (on a device, --search-processes
+#: not given).
+MAX_DEFAULT_SEARCH_PROCESSES = 8
+
+
+def search_processes(cfg, on_device: bool = False, hw: int | None = None) -> int:
     """How many processes search each position, each its own tree, their root statistics
-    merged (search_processes/pool.py): --search-processes, one by default. More trees raise
-    the visits per second where one tree's Python is the limit (a GPU with a small network),
-    but in play at 0.5 s a move on a GPU eight of them scored no better than one tree, and on
-    wide networks they lower the visits per second (the processes take turns on the GPU);
+    merged (search_processes/pool.py): --search-processes when given (> 0). Otherwise, on a
+    device (`on_device`: the engine's backend is not NumPy) one per two cores up to 8, since
+    one tree's Python cannot keep a GPU busy and their batches share one network server; one
+    tree on the CPU, where the network is the limit, and with a visit or playout limit,
+    --benchmark or the dynamic-komi modes, where the helpers would only stand idle.
     docs/performance.md has the measurements."""
-    return max(1, cfg.search_processes)
+    if cfg.search_processes and cfg.search_processes > 0:
+        return cfg.search_processes
+    if (not on_device or cfg.visits or cfg.playouts or cfg.benchmark
+            or cfg.dyn_komi.enabled):
+        return 1
+    return max(1, min(MAX_DEFAULT_SEARCH_PROCESSES, (hw or hardware_threads()) // 2))
 
 
 def hardware_threads() -> int:

@@ -85,13 +85,12 @@ def _command() -> click.Command:
                           "--cpu-only); torch = PyTorch, on CUDA device --gpu ID (the CPU "
                           "without CUDA or with --cpu-only); needs pip install "
                           "'leelaz[torch]'."),
-        click.Option(["--search-processes"], type=click.IntRange(1, 64), default=1,
-                     show_default=True,
+        click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
                      help="leelaz: search each position in this many processes at once, each "
-                          "its own tree on its own network, their root statistics merged. "
-                          "More visits/s on a GPU with a small network (analysis), fewer on "
-                          "wide ones, no strength gained in play at 0.5 s a move (README); "
-                          "1 = one tree, as Leela Zero."),
+                          "its own tree, their batches joined in one network server process "
+                          "(PyTorch in half precision where it has CUDA), their root "
+                          "statistics merged. 0 (default) = one per two cores up to 8 on a "
+                          "GPU, 1 on the CPU or with -v/-p; 1 = one tree, as Leela Zero."),
         click.Option(["--full-tuner"], is_flag=True,
                      help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
         click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),

@@ -51,7 +51,7 @@ class EngineConfig:
     cpu_only: bool = False  # --cpu-only: no OpenCL device
     gpus: tuple[int, ...] = ()  # --gpu (repeatable): OpenCL device ids; () = autodetect
     network_backend: str = "auto"  # --backend (leelaz's): auto (as Leela Zero) or torch (CUDA ids)
-    search_processes: int = 1  # --search-processes (leelaz's): trees searched at once
+    search_processes: int = 0  # --search-processes (leelaz's): trees searched at once; 0 auto
     full_tuner: bool = False  # --full-tuner: exhaustive OpenCL tuning (implies tune_only)
     tune_only: bool = False  # --tune-only: tune OpenCL, then exit
     batchsize: int = 0  # --batchsize: max NN batch, 0 = pick (see batching.resolve_threads)

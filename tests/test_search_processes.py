@@ -142,10 +142,32 @@ def test_position_deltas_rebuild_each_state():
     assert fresh.delta_since(states[-1]) is None
 
 
-def test_one_tree_unless_asked():
-    assert search_processes(EngineConfig()) == 1
+def test_several_trees_by_default_on_a_device_only():
+    assert search_processes(EngineConfig()) == 1  # the host: one tree, as Leela Zero
+    assert search_processes(EngineConfig(), on_device=True, hw=16) == 8
+    assert search_processes(EngineConfig(), on_device=True, hw=64) == 8
+    assert search_processes(EngineConfig(), on_device=True, hw=6) == 3
+    assert search_processes(EngineConfig(), on_device=True, hw=1) == 1
+    for limited in (EngineConfig(visits=200), EngineConfig(playouts=50),
+                    EngineConfig(benchmark=True)):
+        assert search_processes(limited, on_device=True, hw=16) == 1
     assert search_processes(EngineConfig(search_processes=3)) == 3
-    assert search_processes(EngineConfig(search_processes=0)) == 1
+    assert search_processes(EngineConfig(search_processes=1), on_device=True, hw=16) == 1
+
+
+def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
+    from leelaz.search_processes import network_server
+
+    monkeypatch.setattr(network_server, "_torch_has_cuda", lambda: True)
+    chosen = network_server.server_config(EngineConfig())
+    assert (chosen.network_backend, chosen.precision, chosen.quiet) == ("torch", "half", True)
+    given = network_server.server_config(EngineConfig(precision="single", precision_given=True))
+    assert given.precision == "single"
+    for own in (EngineConfig(cpu_only=True), EngineConfig(gpus=(1,)),
+                EngineConfig(network_backend="torch", precision="single")):
+        assert network_server.server_config(own) == own.with_(quiet=True)
+    monkeypatch.setattr(network_server, "_torch_has_cuda", lambda: False)
+    assert network_server.server_config(EngineConfig()) == EngineConfig(quiet=True)
 
 
 # ---------------------------------------------------------------------- real helper processes

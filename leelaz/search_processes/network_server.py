@@ -87,14 +87,11 @@ class NetworkServer:
 
 
 def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
-    """The server process: load the engine's backend (`load_network(cfg, path).backend`),
-    greet every client, then serve until the engine quits or goes away."""
+    """The server process: load the backend (`load_network(cfg, path).backend`, with
+    `server_config`), greet every client, then serve until the engine quits or goes away."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
     try:
-        network = load_network(cfg.with_(quiet=True), weights_path)
-        if network is None:
-            raise RuntimeError(f"no network from {weights_path}")
-        backend = network.backend
+        backend = _load_backend(load_network, cfg, weights_path)
     except Exception as exc:  # noqa: BLE001 - reported to every client; the engine goes on
         for conn in clients:
             _send(conn, ("failed", f"{type(exc).__name__}: {exc}"))
@@ -103,6 +100,46 @@ def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
              "precision": backend.precision}
     clients = [conn for conn in clients if _send(conn, ("ready", hello))]
     serve(backend, clients, control)
+
+
+def _load_backend(load_network, cfg, weights_path: str) -> Backend:
+    """server_config's backend, or the engine's own choice if that one fails to load."""
+    chosen = server_config(cfg)
+    try:
+        network = load_network(chosen, weights_path)
+    except Exception:  # noqa: BLE001 - fall back to what the engine itself runs
+        if chosen == cfg.with_(quiet=True):
+            raise
+        network = load_network(cfg.with_(quiet=True), weights_path)
+    if network is None:
+        raise RuntimeError(f"no network from {weights_path}")
+    return network.backend
+
+
+def server_config(cfg):
+    """The engine's configuration as the server loads its backend: quiet, and with
+    `--backend auto` on a GPU PyTorch in half precision where torch sees CUDA (cuDNN on the
+    server's batches of hundreds of rows: 2-3 times OpenCL's evaluations per second on wide
+    networks, docs/performance.md), else the engine's own choice. The server loads in the
+    background, so torch's import does not delay the engine's replies."""
+    cfg = cfg.with_(quiet=True)
+    if (cfg.network_backend != "auto" or cfg.cpu_only or cfg.gpus
+            or not _torch_has_cuda()):
+        return cfg
+    precision = cfg.precision if cfg.precision_given else "half"
+    return cfg.with_(network_backend="torch", precision=precision)
+
+
+def _torch_has_cuda() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken torch is no torch
+        return False
 
 
 def serve(backend: Backend, clients: list, control=None) -> dict:

@@ -156,15 +156,16 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
 
     `shared_network`: the helpers' batches go to one network server process
     (network_server.py) instead of a network each; None decides by the engine's backend:
-    shared on a device (one context, big batches), not for NumPy, where each helper's own
-    network computes on its own core."""
-    processes = search_processes(cfg)
+    shared on a device (one context, big batches), not on the host (NumPy), where each
+    helper's own network computes on its own core."""
+    on_device = network is not None and bool(network.backend.asynchronous)
+    processes = search_processes(cfg, on_device)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
     from leelaz.search_processes.helper import HelperProcess
 
     if shared_network is None:
-        shared_network = network.backend.name != "numpy"
+        shared_network = on_device
     server = None
     if shared_network:
         from leelaz.search_processes.network_server import NetworkServer
