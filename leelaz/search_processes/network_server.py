@@ -99,7 +99,11 @@ def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
     hello = {"name": backend.name, "packed": bool(backend.accepts_packed_inputs),
              "precision": backend.precision}
     clients = [conn for conn in clients if _send(conn, ("ready", hello))]
-    serve(backend, clients, control)
+    counters = serve(backend, clients, control)
+    if counters["calls"]:  # the batches the device saw, on the engine's stderr at its end
+        sys.stderr.write(f"Network server ({backend.name}): {counters['rows']} evaluations "
+                         f"in {counters['calls']} calls, "
+                         f"{counters['rows'] / counters['calls']:.1f} a call.\n")
 
 
 def _load_backend(load_network, cfg, weights_path: str) -> Backend:
