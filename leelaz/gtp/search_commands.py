@@ -9,8 +9,8 @@ Wiring (done by `register` on engine.session, so the composition root only has t
 session's network first):
     search          search_processes.pool.make_search(network, config, weights path,
                     params_from_config(config), seed, diag): a UCTSearch, or with
-                    --search-processes N > 1 a MultiTreeSearch (helper processes searching
-                    the same positions)
+                    several search processes (batching.search_processes: by default on a
+                    GPU) a MultiTreeSearch (helper processes searching the same positions)
     ponder          () -> None, think on the opponent's time until input if pondering is
                     allowed (time_left uses it)
     choose_handicap_stone(state) -> vertex, a NOPASS search for Black (free handicap)

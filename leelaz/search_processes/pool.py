@@ -4,27 +4,26 @@
 Owns: `MultiTreeSearch` (a UCTSearch that has helper processes search the same root as its own
 tree and reports the merged root statistics) and `make_search` (the engine's search: this one
 or a plain UCTSearch, by batching.search_processes). Imports: batching, search.search,
-search.merge, search.params, search_processes.helper.
+search.merge, search.params, search_processes.helper, search_processes.network_server.
 
 Why: on a GPU the network answers faster than one Python thread can walk a tree (about
-150-250 us a playout in mid-game), so a single tree leaves the GPU idle most of the time.
+120-250 us a playout in mid-game), so a single tree leaves the GPU idle most of the time.
 Python threads would share the one interpreter lock, so the other searches run in processes,
-each with its own network on the same GPU (the device interleaves their batches) and its own
-tree of the same position: root parallelism. The engine's own tree keeps everything Leela
-Zero's search does (the clock, time management's early stop, the stderr statistics, tree
-reuse); at every progress report and at the end of a call the helpers' root statistics are
+each with its own tree of the same position: root parallelism. On a device their batches go
+to one network server process (network_server.py): one GPU context, the trees' waiting
+batches joined into calls of a few hundred rows (each helper holding its own network and
+context made the device take turns, and wide networks got slower with more processes). The
+engine's own tree keeps everything Leela Zero's search does (the clock, time management's
+early stop, the stderr statistics, tree reuse) and its own network, so nothing waits for the
+server; at every progress report and at the end of a call the helpers' root statistics are
 merged into a stand-in root (search/merge.py) that the `info` lines, the move choice,
 resignation and the training record read (the `report_root` seam of UCTSearch).
 
-What it buys, measured (docs/performance.md): on a GPU with the shipped 6x128 network, 8
-processes analyse at 3.5 times one tree's visits per second, and at fixed visits (on the CPU)
-merged trees choose about as well as one tree of all their visits; yet in play at 0.5 s a move
-against Leela Zero they scored no better than one tree: each move costs sending the position,
-the helpers' root preparation and the wait for their last reports, and the processes share
-the cores and take turns on the GPU. On 20x256 and 40x256 those turns even lower the visits
-per second. So it is off by default (--search-processes 1); the seam and the merge stay for
-analysis on small networks and for a design that shares more (a network server, one tree
-walked by several processes).
+What it buys, measured (docs/performance.md): on an H200 with 16 cores, 8 processes and the
+server analyse at 1.5-2 times Leela Zero's best setting on 6x128, 20x256 and 40x256 (one tree:
+0.45-0.9 times), and at fixed visits (on the CPU) merged trees choose about as well as one
+tree of all their visits. On the host (NumPy) the network is the limit, so there it is one
+tree by default (batching.search_processes).
 
 When the helpers stay idle (the engine's tree alone searches): until they have loaded their
 networks (they start in the background, so the first GTP reply does not wait for them); with
