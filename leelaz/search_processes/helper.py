@@ -2,7 +2,7 @@
 
 Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
 `helper_main` (the helper's whole life). Imports: search.search, search.merge,
-search_processes.network_server; the network is loaded by the composition root's loader it is
+search_processes.network_server and .processes; the network is loaded by the composition root's loader it is
 handed (cli.load_engine_network: the network exactly as the engine loads it), passed to the
 new process by reference. With the network server, the helper's Network (its own cache and
 symmetries) sends its batches to the server (a RemoteBackend) instead of holding a backend.
@@ -31,6 +31,7 @@ import sys
 import time
 
 from leelaz.search.merge import RootReport, root_report
+from leelaz.search_processes.processes import end_process
 
 
 class HelperProcess:
@@ -113,16 +114,7 @@ class HelperProcess:
 
     def close(self, timeout: float = 2.0) -> None:
         """Ask it to quit; terminate it if it does not."""
-        if self.process.is_alive():
-            try:
-                self.conn.send(("quit",))
-            except (OSError, ValueError):
-                pass
-            self.process.join(timeout)
-            if self.process.is_alive():
-                self.process.terminate()
-                self.process.join(timeout)
-        self.conn.close()
+        end_process(self.process, self.conn, timeout)
         self._died("closed")
 
 

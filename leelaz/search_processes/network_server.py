@@ -4,7 +4,7 @@ Owns: `NetworkServer` (the engine's handle: starts the server process and hands 
 client connection per search process), `serve` (the server's loop: every waiting request in
 one backend call), `server_main` (the server process's life) and `RemoteBackend` (the Backend
 seam a search process's Network is given: its batches go to the server over a pipe).
-Imports: numpy, backends.base.
+Imports: numpy, backends.base, search_processes.processes.
 
 Why: with one network per search process, every process holds its own GPU context and sends
 its own batches of 32 leaves; the device takes the contexts in turn, so on wide networks more
@@ -37,6 +37,7 @@ from multiprocessing.connection import wait
 import numpy as np
 
 from leelaz.backends.base import INPUT_CHANNELS, POLICY_OUTPUTS, Backend, join_packed
+from leelaz.search_processes.processes import end_process
 
 REQUEST = struct.Struct("<IIB")
 REPLY = struct.Struct("<II")
@@ -74,16 +75,7 @@ class NetworkServer:
             conn.close()
 
     def close(self, timeout: float = 2.0) -> None:
-        if self.process.is_alive():
-            try:
-                self.control.send(("quit",))
-            except (OSError, ValueError):
-                pass
-            self.process.join(timeout)
-            if self.process.is_alive():
-                self.process.terminate()
-                self.process.join(timeout)
-        self.control.close()
+        end_process(self.process, self.control, timeout)
 
 
 def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
