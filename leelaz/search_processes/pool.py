@@ -157,7 +157,8 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     (network_server.py) instead of a network each; None decides by the engine's backend:
     shared on a device (one context, big batches), not on the host (NumPy), where each
     helper's own network computes on its own core."""
-    on_device = network is not None and bool(network.backend.asynchronous)
+    # Evaluators other than a Network (tests', benchmarks') have no backend: the host.
+    on_device = bool(getattr(getattr(network, "backend", None), "asynchronous", False))
     processes = search_processes(cfg, on_device)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
