@@ -2,8 +2,8 @@
 
 Owns: the `Backend` base class (the seam and every capability a caller may ask about, with
 its default), `BackendUnavailable`, the NetWeights record (weights as loaded, batch-norm
-folded) and `join_packed` (packed batches joined into one). Imports: numpy only. Backends see NumPy arrays and nothing of the game, the search or
-nn/.
+folded) and `join_packed` (packed batches joined into one). Imports: numpy only. Backends
+see NumPy arrays and nothing of the game, the search or nn/.
 
 Contract of `Backend.forward(planes)`:
     planes          float32 [B, 18, 19, 19]  input planes (Leela Zero's order, reference doc 4.3)

@@ -2,10 +2,11 @@
 
 Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
 `helper_main` (the helper's whole life). Imports: search.search, search.merge,
-search_processes.network_server and .processes; the network is loaded by the composition root's loader it is
-handed (cli.load_engine_network: the network exactly as the engine loads it), passed to the
-new process by reference. With the network server, the helper's Network (its own cache and
-symmetries) sends its batches to the server (a RemoteBackend) instead of holding a backend.
+search_processes.network_server and .processes; the network is loaded by the composition
+root's loader it is handed (cli.load_engine_network: the network exactly as the engine loads
+it), passed to the new process by reference. With the network server, the helper's Network
+(its own cache and symmetries) sends its batches to the server (a RemoteBackend) instead of
+holding a backend.
 
 Protocol (tuples over one multiprocessing pipe). Engine to helper: ("search", seq, kind,
 position, params) searches a position for its side to move until ("stop", seq): kind "state"
