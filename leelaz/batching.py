@@ -47,7 +47,7 @@ MIN_PENDING_LEAVES = 10
 PONDER_BATCH_SECONDS = 0.03
 
 
-#: The most search processes the engine starts by itself (on a device, --search-processes
+#: The most search processes the engine starts by itself (on a GPU, --search-processes
 #: not given).
 MAX_DEFAULT_SEARCH_PROCESSES = 8
 
@@ -55,7 +55,7 @@ MAX_DEFAULT_SEARCH_PROCESSES = 8
 def search_processes(cfg, on_device: bool = False, hw: int | None = None) -> int:
     """How many processes search each position, each its own tree, their root statistics
     merged (search_processes/pool.py): --search-processes when given (> 0). Otherwise, on a
-    device (`on_device`: the engine's backend is not NumPy) one per two cores up to 8, since
+    GPU (`on_device`: search_processes.pool.runs_on_gpu) one per two cores up to 8, since
     one tree's Python cannot keep a GPU busy and their batches share one network server; one
     tree on the CPU, where the network is the limit, and with a visit or playout limit,
     --benchmark or the dynamic-komi modes, where the helpers would only stand idle.

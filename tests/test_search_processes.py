@@ -155,6 +155,19 @@ def test_several_trees_by_default_on_a_device_only():
     assert search_processes(EngineConfig(search_processes=1), on_device=True, hw=16) == 1
 
 
+def test_only_a_gpu_backend_counts_as_a_device():
+    from types import SimpleNamespace as NS
+
+    from leelaz.search_processes.pool import runs_on_gpu
+
+    cl_gpu, cl_cpu = NS(type=4), NS(type=2)  # CL_DEVICE_TYPE_GPU / _CPU bits
+    assert runs_on_gpu(NS(backend=NS(asynchronous=True, device=cl_gpu)))
+    assert not runs_on_gpu(NS(backend=NS(asynchronous=True, device=cl_cpu)))
+    assert runs_on_gpu(NS(backend=NS(asynchronous=True, device=NS(type="cuda"))))
+    assert not runs_on_gpu(NS(backend=NS(asynchronous=False, device=None)))  # NumPy
+    assert not runs_on_gpu(object())  # an evaluator without a backend
+
+
 def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
     from leelaz.search_processes import network_server
 

@@ -147,6 +147,23 @@ class MultiTreeSearch(UCTSearch):
             server.close()
 
 
+#: OpenCL's CL_DEVICE_TYPE_GPU bit of a pyopencl Device's `type`.
+_CL_DEVICE_TYPE_GPU = 4
+
+
+def runs_on_gpu(network) -> bool:
+    """The network's backend computes on a GPU: asynchronous (a device works while Python
+    goes on) and, for OpenCL, not a CPU device, where the network is the limit as on NumPy.
+    Evaluators other than a Network (tests', benchmarks') have no backend: the host."""
+    backend = getattr(network, "backend", None)
+    if not getattr(backend, "asynchronous", False):
+        return False
+    kind = getattr(getattr(backend, "device", None), "type", None)
+    if isinstance(kind, int):  # a pyopencl Device (torch's device type is a string)
+        return bool(kind & _CL_DEVICE_TYPE_GPU)
+    return True
+
+
 def make_search(network, cfg, weights_path: str | None, params, *, load_network=None,
                 rng=None, log=None, shared_network: bool | None = None):
     """The engine's search: a MultiTreeSearch with batching.search_processes(cfg) - 1 helper
@@ -155,10 +172,9 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
 
     `shared_network`: the helpers' batches go to one network server process
     (network_server.py) instead of a network each; None decides by the engine's backend:
-    shared on a device (one context, big batches), not on the host (NumPy), where each
+    shared on a GPU (one context, big batches; `runs_on_gpu`), not on the host, where each
     helper's own network computes on its own core."""
-    # Evaluators other than a Network (tests', benchmarks') have no backend: the host.
-    on_device = bool(getattr(getattr(network, "backend", None), "asynchronous", False))
+    on_device = runs_on_gpu(network)
     processes = search_processes(cfg, on_device)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
