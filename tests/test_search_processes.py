@@ -474,3 +474,58 @@ def test_a_client_whose_server_failed_to_load_says_why():
     theirs.close()
     with pytest.raises(RuntimeError, match="went away"):
         RemoteBackend.connect(ours)
+
+
+_SERVER_SCRIPT = """
+import sys, time
+from leelaz.config import EngineConfig
+from leelaz.nn.network import Network
+from leelaz.search.params import SearchParams
+from leelaz.search_processes.pool import make_search
+from tests.test_search_processes import _load_numpy
+
+if __name__ == "__main__":
+    path = sys.argv[1]
+    cfg = EngineConfig(cpu_only=True, seed=5, search_processes=3)
+    search = make_search(Network.from_file(path, backend="numpy"), cfg, path,
+                         SearchParams(batch_size=2, quiet=True), load_network=_load_numpy,
+                         shared_network=True)
+    deadline = time.monotonic() + 120
+    while not all(h.ready for h in search.helpers) and time.monotonic() < deadline:
+        for h in search.helpers:
+            h.read()
+        time.sleep(0.05)
+    print(search.server.process.pid, *[h.process.pid for h in search.helpers], flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_server_and_helpers_end_when_the_engine_is_killed(random_weights, tmp_path):
+    """SIGKILL leaves no quit message: the server sees its control pipe close, the helpers
+    their engine pipe; all of them exit."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "engine.py"
+    script.write_text(_SERVER_SCRIPT)
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    engine = subprocess.Popen([sys.executable, str(script), random_weights(1, 8)], cwd=root,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    try:
+        children = engine.stdout.readline().split()
+        assert len(children) == 3, "the server and two helpers started"
+        assert all(_state(p) not in (None, "Z") for p in children)
+    finally:
+        engine.send_signal(signal.SIGKILL)
+        engine.wait(30)
+    deadline = time.monotonic() + 30
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in alive if _state(p) not in (None, "Z")]
+    assert not alive
