@@ -305,8 +305,13 @@ def test_helpers_end_when_the_engine_is_killed(random_weights):
     finally:
         engine.send_signal(signal.SIGKILL)
         engine.wait(30)
-    deadline = time.monotonic() + 30
-    alive = children
+    _assert_all_exit(children)
+
+
+def _assert_all_exit(pids: list[str], seconds: float = 30) -> None:
+    """Every process in `pids` is gone (or a zombie) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    alive = pids
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
         alive = [p for p in alive if _state(p) not in (None, "Z")]
@@ -523,9 +528,4 @@ def test_the_server_and_helpers_end_when_the_engine_is_killed(random_weights, tm
     finally:
         engine.send_signal(signal.SIGKILL)
         engine.wait(30)
-    deadline = time.monotonic() + 30
-    alive = children
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.2)
-        alive = [p for p in alive if _state(p) not in (None, "Z")]
-    assert not alive
+    _assert_all_exit(children)
