@@ -60,7 +60,7 @@ def search_processes(cfg, on_device: bool = False, hw: int | None = None) -> int
     tree on the CPU, where the network is the limit, and with a visit or playout limit,
     --benchmark or the dynamic-komi modes, where the helpers would only stand idle.
     docs/performance.md has the measurements."""
-    if cfg.search_processes and cfg.search_processes > 0:
+    if cfg.search_processes > 0:
         return cfg.search_processes
     if (not on_device or cfg.visits or cfg.playouts or cfg.benchmark
             or cfg.dyn_komi.enabled):
