@@ -346,6 +346,8 @@ class _RowSums:
     name = "rowsums"
     precision = None
     max_batch = None
+    device = None
+    weights = None
 
     def __init__(self, packed: bool, max_batch=None):
         self.packed = packed
@@ -479,6 +481,81 @@ def test_a_client_whose_server_failed_to_load_says_why():
     theirs.close()
     with pytest.raises(RuntimeError, match="went away"):
         RemoteBackend.connect(ours)
+
+
+def test_a_served_call_goes_to_the_own_backend_when_the_server_fails():
+    from multiprocessing import Pipe
+
+    from leelaz.search_processes.network_server import RemoteBackend, ServedBackend
+
+    own = _RowSums(packed=False)
+    said = []
+    ours, theirs = Pipe()
+    served = ServedBackend(RemoteBackend(ours, {"name": "torch", "packed": True}), own,
+                           said.append)
+    assert served.name == "torch" and not served.accepts_packed_inputs  # own takes planes
+    planes = np.random.default_rng(4).integers(0, 2, (3, 18, 19, 19)).astype(np.float32)
+    pending = served.submit(planes)  # sent; the server goes away before answering
+    theirs.close()
+    logits, values = pending.result()
+    want_logits, want_values = _expected(planes.reshape(3, -1).sum(axis=1))
+    np.testing.assert_array_equal(logits, want_logits)
+    np.testing.assert_array_equal(values, want_values)
+    assert not served.served and served.name == "rowsums"
+    assert len(said) == 1 and "own network" in said[0]
+    np.testing.assert_array_equal(served.forward(planes)[1], want_values)  # own from now on
+    assert own.calls == [3, 3]
+
+
+def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
+    """Once the server is ready the engine's Network evaluates there (the same numbers as
+    its own backend: the same weights); when the server dies it goes back to its own."""
+    from leelaz.nn.features import input_planes
+    from leelaz.nn.network import Network
+    from leelaz.search_processes.helper import HelperProcess
+    from leelaz.search_processes.network_server import NetworkServer, ServedBackend
+    from leelaz.search_processes.pool import MultiTreeSearch
+
+    path = random_weights(1, 8)
+    cfg = EngineConfig(cpu_only=True, seed=3)
+    server = NetworkServer(_load_numpy, cfg, path, 1, engine_client=True)
+    helpers = [HelperProcess(_load_numpy, cfg, path, 0, server=server.client(0))]
+    server.release_clients()
+    network = Network.from_file(path, backend="numpy", seed=3)
+    own = network.backend
+    said = []
+    search = MultiTreeSearch(network, SearchParams(batch_size=4), rng=3,
+                             log=said.append, helpers=helpers, server=server)
+    try:
+        deadline = time.monotonic() + 120
+        while not server.engine_conn.poll(0.05):
+            assert time.monotonic() < deadline
+        state = GameState()
+        search.think(state, BLACK, time_limit_cs=30, use_clock=False)
+        served = network.backend
+        assert isinstance(served, ServedBackend) and served.served and served.own is own
+        assert "The engine's tree evaluates on the network server (numpy).\n" in said
+        rng = random.Random(2)
+        rows = []
+        for _ in range(3):
+            for _ in range(6):
+                state.play(state.to_move, rng.choice(state.legal_moves(state.to_move)))
+            rows.append(input_planes(state).reshape(18, 19, 19).astype(np.float32))
+        planes = np.stack(rows)
+        want = own.forward(planes)
+        got = served.forward(planes)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        server.process.kill()
+        server.process.join(10)
+        got = served.forward(planes)
+        np.testing.assert_array_equal(got[1], want[1])
+        assert not served.served
+        assert any("goes back to its own network" in line for line in said)
+        result = search.think(state, state.to_move, time_limit_cs=30, use_clock=False)
+        assert result.root_visits > 1
+    finally:
+        search.close()
 
 
 _SERVER_SCRIPT = """

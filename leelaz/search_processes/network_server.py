@@ -1,16 +1,21 @@
 """One network for every search process: the network server and its clients.
 
 Owns: `NetworkServer` (the engine's handle: starts the server process and hands out one
-client connection per search process), `serve` (the server's loop: every waiting request in
-one backend call), `server_main` (the server process's life) and `RemoteBackend` (the Backend
-seam a search process's Network is given: its batches go to the server over a pipe).
+client connection per search process, and one for the engine's own tree), `serve` (the
+server's loop: every waiting request in one backend call), `server_main` (the server
+process's life), `RemoteBackend` (the Backend seam a search process's Network is given: its
+batches go to the server over a pipe) and `ServedBackend` (the engine's own Network's backend
+once the server is ready: the server's, and its own again if the server goes away).
 Imports: numpy, backends.base, search_processes.processes.
 
 Why: with one network per search process, every process holds its own GPU context and sends
 its own batches of 32 leaves; the device takes the contexts in turn, so on wide networks more
 processes gave fewer visits per second (docs/performance.md, issue 18). The server holds the
 one context and joins the batches of all its clients that wait into one call, so the device
-sees batches of a few hundred rows, where it is efficient, whatever the number of trees.
+sees batches of a few hundred rows, where it is efficient, whatever the number of trees. The
+engine's own tree starts on the network it loaded itself (its first replies never wait for
+the server) and moves onto the server once that is ready; a second context computing beside
+the server's would make the device take turns again.
 
 Protocol: one duplex pipe per client. The server first sends ("ready", hello) (a dict: the
 backend's `name`, whether it takes `packed` positions, its `precision`) or ("failed", text).
@@ -51,11 +56,14 @@ class NetworkServer:
     i-th search process (as a Process argument), `close()` ends the server (also when the
     engine dies: its control pipe closes)."""
 
-    def __init__(self, load_network, cfg, weights_path: str, clients: int):
+    def __init__(self, load_network, cfg, weights_path: str, clients: int,
+                 engine_client: bool = False):
         ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
         self.control, server_control = ctx.Pipe()
-        pairs = [ctx.Pipe() for _ in range(clients)]
+        pairs = [ctx.Pipe() for _ in range(clients + engine_client)]
         self._clients = [ours for ours, _ in pairs]
+        #: With `engine_client`, the engine's own connection (see `engine_backend`).
+        self.engine_conn = self._clients.pop() if engine_client else None
         self.process = ctx.Process(target=server_main,
                                    args=(server_control, [theirs for _, theirs in pairs],
                                          load_network, cfg, weights_path),
@@ -73,6 +81,25 @@ class NetworkServer:
         theirs, so that a client process's death reaches the server as end of file."""
         for conn in self._clients:
             conn.close()
+
+    def engine_backend(self, own: Backend, log=None) -> Backend | None:
+        """The engine's own tree's backend on the server, once the server has greeted the
+        engine's connection: a ServedBackend over `own`. None while the server still loads
+        (never blocks), and for good once it failed to load (`log` says why)."""
+        conn = self.engine_conn
+        if conn is None:
+            return None
+        try:
+            if not conn.poll():
+                return None
+            remote = RemoteBackend.connect(conn)
+        except (RuntimeError, EOFError, OSError) as exc:
+            self.engine_conn = None
+            if log is not None:
+                log(f"The engine's tree keeps its own network: {exc}\n")
+            return None
+        self.engine_conn = None  # handed over to the backend
+        return ServedBackend(remote, own, log)
 
     def close(self, timeout: float = 2.0) -> None:
         end_process(self.process, self.control, timeout)
@@ -323,3 +350,83 @@ class _Answer:
         if self._answer is None:
             self._answer = self._backend._wait(self._request)
         return self._answer
+
+
+class ServedBackend(Backend):
+    """The engine's own Network's backend once the network server is ready: its batches go
+    to the server like the helpers'. If the server goes away or fails a call, that call and
+    every later one go to `own`, the backend the engine loaded at start (`log` says so once),
+    so the engine's replies never depend on the server."""
+
+    asynchronous = True
+
+    def __init__(self, remote: RemoteBackend, own: Backend, log=None):
+        self.remote = remote
+        self.own = own
+        self.log = log
+        self.name = remote.name
+        self.precision = remote.precision
+        self.device = own.device
+        self.weights = own.weights
+        self.max_batch = own.max_batch
+
+    @property
+    def served(self) -> bool:
+        """Batches still go to the server."""
+        return self.remote is not None
+
+    @property
+    def accepts_packed_inputs(self) -> bool:
+        # Packed only where both take it: a failed call is sent again to `own` as it is.
+        own = self.own.accepts_packed_inputs
+        return own and (self.remote is None or self.remote.accepts_packed_inputs)
+
+    def forward(self, planes: np.ndarray):
+        return self.submit(planes).result()
+
+    def submit(self, planes: np.ndarray):
+        return self._submit("submit", planes)
+
+    def submit_packed(self, packed: bytes, batch: int):
+        return self._submit("submit_packed", packed, batch)
+
+    def _submit(self, method: str, *args):
+        if self.remote is not None:
+            try:
+                return _ServedAnswer(self, getattr(self.remote, method)(*args), method, args)
+            except RuntimeError as exc:
+                self._fail(exc)
+        return getattr(self.own, method)(*args)
+
+    def _fail(self, exc: Exception) -> None:
+        if self.remote is None:
+            return
+        remote, self.remote = self.remote, None
+        try:
+            remote.conn.close()
+        except OSError:
+            pass
+        self.name, self.precision = self.own.name, self.own.precision
+        if self.log is not None:
+            self.log(f"The engine's tree goes back to its own network: {exc}\n")
+
+
+class _ServedAnswer:
+    """A call on the server; if the server fails it, the call is made again on the engine's
+    own backend."""
+
+    __slots__ = ("_backend", "_pending", "_method", "_args")
+
+    def __init__(self, backend: ServedBackend, pending, method: str, args: tuple):
+        self._backend = backend
+        self._pending = pending
+        self._method = method
+        self._args = args
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            return self._pending.result()
+        except RuntimeError as exc:
+            self._backend._fail(exc)
+            self._pending = getattr(self._backend.own, self._method)(*self._args)
+            return self._pending.result()

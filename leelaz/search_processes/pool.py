@@ -14,8 +14,10 @@ to one network server process (network_server.py): one GPU context, the trees' w
 batches joined into calls of a few hundred rows (each helper holding its own network and
 context made the device take turns, and wide networks got slower with more processes). The
 engine's own tree keeps everything Leela Zero's search does (the clock, time management's
-early stop, the stderr statistics, tree reuse) and its own network, so nothing waits for the
-server; at every progress report and at the end of a call the helpers' root statistics are
+early stop, the stderr statistics, tree reuse); it starts on its own network, so nothing
+waits for the server, and its Network's batches go to the server from the first call after
+the server is ready (`ServedBackend`: back to its own if the server fails); at every
+progress report and at the end of a call the helpers' root statistics are
 merged into a stand-in root (search/merge.py) that the `info` lines, the move choice,
 resignation and the training record read (the `report_root` seam of UCTSearch).
 
@@ -80,6 +82,7 @@ class MultiTreeSearch(UCTSearch):
             self._stop_job()
 
     def start(self, state, color=None, restrictions=None, started=None):
+        self._move_onto_server()
         run = super().start(state, color, restrictions, started)
         self._stop_job()  # a call that ended in an error left it running
         self._reports = []
@@ -95,6 +98,16 @@ class MultiTreeSearch(UCTSearch):
                     helper.search(self._seq, run.root_state, self.params)
                 self._job = [h for h in ready if not h.dead]
         return run
+
+    def _move_onto_server(self) -> None:
+        """Once the network server is ready, the own tree's batches go there too."""
+        network = self.evaluator
+        if self.server is None or self.server.engine_conn is None or network is None:
+            return
+        served = self.server.engine_backend(network.backend, self.log)
+        if served is not None:
+            network.backend = served
+            self.log(f"The engine's tree evaluates on the network server ({served.name}).\n")
 
     def _helpers_may_search(self, restrictions) -> bool:
         p = self.params
@@ -185,7 +198,8 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     server = None
     if shared_network:
         from leelaz.search_processes.network_server import NetworkServer
-        server = NetworkServer(load_network, cfg, weights_path, processes - 1)
+        server = NetworkServer(load_network, cfg, weights_path, processes - 1,
+                               engine_client=True)
     helpers = [HelperProcess(load_network, cfg, weights_path, i,
                              server=server.client(i) if server else None)
                for i in range(processes - 1)]
