@@ -509,7 +509,8 @@ def test_a_served_call_goes_to_the_own_backend_when_the_server_fails():
 
 def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
     """Once the server is ready the engine's Network evaluates there (the same numbers as
-    its own backend: the same weights); when the server dies it goes back to its own."""
+    its own backend: the same weights); when the server dies it goes back to its own, and
+    the helper, which has no network of its own, is dropped."""
     from leelaz.nn.features import input_planes
     from leelaz.nn.network import Network
     from leelaz.search_processes.helper import HelperProcess
@@ -554,6 +555,10 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
         assert any("goes back to its own network" in line for line in said)
         result = search.think(state, state.to_move, time_limit_cs=30, use_clock=False)
         assert result.root_visits > 1
+        # The helper's batches failed too: it said why and was dropped.
+        assert search.helpers == []
+        assert ("search process leelaz-search-0 dropped: the network server went away\n"
+                in said)
     finally:
         search.close()
 

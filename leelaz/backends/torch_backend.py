@@ -33,7 +33,15 @@ gather through a symmetry table of mailbox indices and two comparisons, the deco
 kernels/winograd.cl's in_transform_boxes does for OpenCL. It saves the host building 26 kB of
 float planes a position.
 
-Hot path: `submit`, `submit_packed`, `_launch`.
+CUDA graphs (`cuda_graphs`, on by default on CUDA): a packed batch without dynamic komi
+replays the pass captured once per bucket size (one graph launch instead of a few dozen
+kernel launches from Python, each costing the host more than a small batch of a small
+network costs the device), all graphs in one memory pool. Replays, uploads and read-backs
+stay in the order of the backend's one stream, so a graph's output is read back before any
+other graph can reuse that memory. A capture that fails switches graphs off for good; the
+eager pass is the reference they are tested against.
+
+Hot path: `submit`, `submit_packed`, `_launch`, `_replay`.
 """
 
 from __future__ import annotations
@@ -119,11 +127,13 @@ class TorchBackend(Backend):
 
     def __init__(self, weights: NetWeights, device: str | None = None,
                  gpus: list[int] | None = None, precision: str = "auto", quiet: bool = False,
-                 cpu: bool = False, threads: int | None = None, log=None, **_options):
+                 cpu: bool = False, threads: int | None = None, log=None,
+                 cuda_graphs: bool = True, **_options):
         """`device`: a torch device string ("cpu", "cuda:1"); without it, from `gpus`
         (--gpu ids: the first one) or `cpu` (see torch_device). `threads`: torch's CPU
         threads (default: torch's own). `log`: where the start-up line goes unless `quiet`
-        (default stderr)."""
+        (default stderr). `cuda_graphs`: packed batches replay captured passes on CUDA
+        (module docstring)."""
         if torch is None:
             raise BackendUnavailable(INSTALL_HINT)
         if precision not in PRECISIONS:
@@ -149,6 +159,10 @@ class TorchBackend(Backend):
         self.asynchronous = self.cuda
         #: Batches padded to bucket_rows (for cuDNN's per-shape algorithm choice).
         self.bucketed = self.cuda
+        #: Packed batches replay a captured pass (module docstring); off once a capture fails.
+        self.cuda_graphs = bool(cuda_graphs) and self.cuda
+        self._graphs: dict[int, tuple] = {}  # bucket rows -> (graph, input, output)
+        self._graph_pool = None
         if threads and not self.cuda:
             torch.set_num_threads(threads)
         try:
@@ -283,6 +297,10 @@ class TorchBackend(Backend):
         size = batch * (PACKED_ROW + 2)
         host = self._staging((size,), torch.uint8)
         host.numpy()[...] = np.frombuffer(packed, np.uint8, size)
+        if self.cuda_graphs and len(packed) == size:
+            graph = self._graph(rows)
+            if graph is not None:
+                return self._replay(graph, packed, batch, rows)
         komi = None
         if len(packed) > size:  # dynamic komi: the colour-plane values follow
             komi = self._staging((batch, 2), torch.float32)
@@ -317,6 +335,56 @@ class TorchBackend(Backend):
             done = torch.cuda.Event()
             done.record(self.stream)
         return _Pending(host, done, staging)
+
+
+    def _graph(self, rows: int):
+        """The captured pass for `rows` packed positions (captured on first use), or None
+        when capturing failed (graphs are then off for good)."""
+        graph = self._graphs.get(rows)
+        if graph is not None:
+            return graph
+        try:
+            static_in = torch.zeros(rows * (PACKED_ROW + 2), dtype=torch.uint8,
+                                    device=self.device)
+            with torch.no_grad(), torch.cuda.stream(self.stream):
+                for _ in range(2):  # cuDNN chooses its algorithms outside the capture
+                    self._network(self.planes_from_packed(static_in, rows))
+            self.stream.synchronize()
+            captured = torch.cuda.CUDAGraph()
+            with torch.no_grad(), torch.cuda.graph(captured, pool=self._graph_pool,
+                                                   stream=self.stream):
+                static_out = self._network(self.planes_from_packed(static_in, rows))
+            self._graph_pool = captured.pool()
+        except RuntimeError as e:
+            self.cuda_graphs = False
+            self._log(f"CUDA graphs off: {' '.join(str(e).split())[:200]}")
+            torch.cuda.synchronize(self.device)
+            return None
+        graph = self._graphs[rows] = (captured, static_in, static_out)
+        return graph
+
+    def _replay(self, graph, packed: bytes, batch: int, rows: int):
+        """A packed batch through its bucket's captured pass: the positions are laid out
+        for `rows` (zero rows after `batch`), uploaded into the graph's input, the graph
+        replayed and the `batch` rows read back, all on the backend's stream. Hot path."""
+        captured, static_in, static_out = graph
+        host = self._staging((rows * (PACKED_ROW + 2),), torch.uint8)
+        staged = host.numpy()
+        source = np.frombuffer(packed, np.uint8, batch * (PACKED_ROW + 2))
+        boxes = batch * PACKED_ROW
+        staged[:boxes] = source[:boxes]
+        staged[boxes:rows * PACKED_ROW] = 0
+        staged[rows * PACKED_ROW:rows * PACKED_ROW + 2 * batch] = source[boxes:]
+        staged[rows * PACKED_ROW + 2 * batch:] = 0
+        with torch.cuda.stream(self.stream):
+            static_in.copy_(host, non_blocking=True)
+            captured.replay()
+            out = torch.empty((batch, POLICY_OUTPUTS + 1), dtype=torch.float32,
+                              pin_memory=True)
+            out.copy_(static_out[:batch], non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(self.stream)
+        return _Pending(out, done, host)
 
 
 def _split(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

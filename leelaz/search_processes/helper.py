@@ -92,6 +92,7 @@ class HelperProcess:
             self.conn.send(msg)
             return True
         except (OSError, ValueError):
+            self.read()  # a last message may say why it ended
             self._died("it exited")
             return False
 
@@ -187,6 +188,9 @@ def _search(conn, search, seq: int, state, params) -> bool:
     try:
         search.ponder(state, should_stop=should_stop)
     except (EOFError, OSError):
+        return False
+    except RuntimeError as exc:  # the network server went away or failed: say why, end
+        _send(conn, "failed", str(exc))
         return False
     if going["quit"]:
         return False

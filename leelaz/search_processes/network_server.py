@@ -37,6 +37,7 @@ import multiprocessing
 import os
 import struct
 import sys
+import time
 from multiprocessing.connection import wait
 
 import numpy as np
@@ -120,9 +121,12 @@ def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
     clients = [conn for conn in clients if _send(conn, ("ready", hello))]
     counters = serve(backend, clients, control)
     if counters["calls"]:  # the batches the device saw, on the engine's stderr at its end
+        calls = counters["calls"]
         sys.stderr.write(f"Network server ({backend.name}): {counters['rows']} evaluations "
-                         f"in {counters['calls']} calls, "
-                         f"{counters['rows'] / counters['calls']:.1f} a call.\n")
+                         f"in {calls} calls, {counters['rows'] / calls:.1f} a call; "
+                         f"{1e3 * counters['submit_s'] / calls:.2f} ms a call submitting, "
+                         f"{1e3 * counters['answer_s'] / calls:.2f} ms waiting and "
+                         f"answering.\n")
 
 
 def _load_backend(load_network, cfg, weights_path: str) -> Backend:
@@ -167,9 +171,12 @@ def _torch_has_cuda() -> bool:
 
 def serve(backend: Backend, clients: list, control=None) -> dict:
     """Answer the clients' requests until every client is gone or `control` ends it; gives
-    counters (`calls`, `rows`) for tests and measurements."""
+    counters for tests and measurements: `calls`, `rows`, and the seconds spent in the
+    backend's submits (`submit_s`: the host's share of a call) and in waiting for answers
+    and sending them (`answer_s`)."""
     clients = list(clients)
-    counters = {"calls": 0, "rows": 0}
+    counters = {"calls": 0, "rows": 0, "submit_s": 0.0, "answer_s": 0.0}
+    clock = time.perf_counter
     waiting: list = []  # (conn, request id, rows, packed, payload)
     in_flight: collections.deque = collections.deque()
     watched = clients + ([control] if control is not None else [])
@@ -188,13 +195,17 @@ def serve(backend: Backend, clients: list, control=None) -> dict:
             request, rows, packed = REQUEST.unpack_from(data)
             waiting.append((conn, request, rows, packed, memoryview(data)[REQUEST.size:]))
         if waiting and len(in_flight) < CALLS_IN_FLIGHT:
+            began = clock()
             for chunk in _chunks(waiting, backend.max_batch):
                 in_flight.append(_call(backend, chunk))
                 counters["calls"] += 1
                 counters["rows"] += sum(r[2] for r in chunk)
             waiting = []
+            counters["submit_s"] += clock() - began
         elif in_flight:
+            began = clock()
             _answer(*in_flight.popleft())
+            counters["answer_s"] += clock() - began
     return counters
 
 
