@@ -563,6 +563,55 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
         search.close()
 
 
+def test_a_long_analysis_moves_onto_the_server_once_it_is_ready(random_weights):
+    """A ponder (lz-analyze) that began before the server was ready moves the engine's
+    tree onto it at a progress report, and goes on searching there."""
+    import threading
+    from multiprocessing import Pipe
+
+    from leelaz.nn.network import Network
+    from leelaz.search_processes.network_server import RemoteBackend, ServedBackend, serve
+    from leelaz.search_processes.pool import MultiTreeSearch
+
+    path = random_weights(1, 8)
+    network = Network.from_file(path, backend="numpy", seed=3)
+    ours, theirs = Pipe()
+    counters = {}
+    thread = threading.Thread(target=lambda: counters.update(
+        serve(Network.from_file(path, backend="numpy").backend, [theirs])))
+    thread.start()
+
+    class LateServer:
+        """Ready at the third look (the call's start is the first)."""
+        engine_conn = True
+        looks = 0
+
+        def engine_backend(self, own, log=None):
+            self.looks += 1
+            if self.looks < 3:
+                return None
+            self.engine_conn = None
+            return ServedBackend(RemoteBackend(ours, {"name": "numpy", "packed": False}),
+                                 own, log)
+
+        def close(self):
+            ours.close()
+
+    server = LateServer()
+    search = MultiTreeSearch(network, SearchParams(batch_size=4, quiet=True), rng=3,
+                             helpers=[], server=server)
+    snapshots = []
+    stop_at = time.monotonic() + 2.0
+    search.ponder(GameState(), should_stop=lambda: time.monotonic() > stop_at,
+                  on_progress=snapshots.append, progress_interval_cs=10)
+    assert server.looks == 3 and isinstance(network.backend, ServedBackend)
+    swapped_at = snapshots[1].root_visits  # the third look came with the second report
+    assert search.root.visits > swapped_at
+    search.close()
+    thread.join(10)
+    assert not thread.is_alive() and counters["rows"] > 0  # its batches went there
+
+
 _SERVER_SCRIPT = """
 import sys, time
 from leelaz.config import EngineConfig

@@ -14,17 +14,18 @@ to one network server process (network_server.py): one GPU context, the trees' w
 batches joined into calls of a few hundred rows (each helper holding its own network and
 context made the device take turns, and wide networks got slower with more processes). The
 engine's own tree keeps everything Leela Zero's search does (the clock, time management's
-early stop, the stderr statistics, tree reuse); it starts on its own network, so nothing
-waits for the server, and its Network's batches go to the server from the first call after
-the server is ready (`ServedBackend`: back to its own if the server fails); at every
-progress report and at the end of a call the helpers' root statistics are
-merged into a stand-in root (search/merge.py) that the `info` lines, the move choice,
-resignation and the training record read (the `report_root` seam of UCTSearch).
+early stop, the stderr statistics, tree reuse). It starts on its own network, so nothing
+waits for the server, and its Network's batches go to the server from the first call or
+progress report after the server is ready (`ServedBackend`, back to its own network if the
+server fails): a second context beside the server's would make the device take turns again.
+At every progress report and at the end of a call the helpers' root statistics are merged
+into a stand-in root (search/merge.py) that the `info` lines, the move choice, resignation
+and the training record read (the `report_root` seam of UCTSearch).
 
-What it buys, measured (docs/performance.md): on an H200 with 16 cores, 8 processes and the
-server analyse at 1.5-2 times Leela Zero's best setting on 6x128, 20x256 and 40x256 (one tree:
-0.45-0.9 times), and at fixed visits (on the CPU) merged trees choose about as well as one
-tree of all their visits. On the host (NumPy) the network is the limit, so there it is one
+What it buys, measured (docs/performance.md): on an H100 or H200 with 16 cores, 8 processes
+and the server analyse at about 2.5 times Leela Zero's best setting on 6x128, 20x256 and
+40x256 (one tree: 0.45-0.9 times), and at fixed visits (on the CPU) merged trees choose
+about as well as one tree of all their visits. On the host (NumPy) the network is the limit, so there it is one
 tree by default (batching.search_processes).
 
 When the helpers stay idle (the engine's tree alone searches): until they have loaded their
@@ -117,7 +118,11 @@ class MultiTreeSearch(UCTSearch):
 
     def report_root(self, root, final: bool):
         """The own root merged with the helpers' latest reports; at the end of a call
-        (`final`) the helpers are stopped first and their last reports merged."""
+        (`final`) the helpers are stopped first and their last reports merged. A progress
+        report also moves the own tree onto the server if it became ready meanwhile (a
+        long lz-analyze started before the server was up)."""
+        if not final:
+            self._move_onto_server()
         if final:
             self._stop_job()
             reports, self._reports = self._reports, []
