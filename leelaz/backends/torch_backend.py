@@ -295,12 +295,12 @@ class TorchBackend(Backend):
             return _empty()
         rows = bucket_rows(batch) if self.bucketed else batch
         size = batch * (PACKED_ROW + 2)
-        host = self._staging((size,), torch.uint8)
-        host.numpy()[...] = np.frombuffer(packed, np.uint8, size)
         if self.cuda_graphs and len(packed) == size:
             graph = self._graph(rows)
             if graph is not None:
                 return self._replay(graph, packed, batch, rows)
+        host = self._staging((size,), torch.uint8)
+        host.numpy()[...] = np.frombuffer(packed, np.uint8, size)
         komi = None
         if len(packed) > size:  # dynamic komi: the colour-plane values follow
             komi = self._staging((batch, 2), torch.float32)
@@ -335,7 +335,6 @@ class TorchBackend(Backend):
             done = torch.cuda.Event()
             done.record(self.stream)
         return _Pending(host, done, staging)
-
 
     def _graph(self, rows: int):
         """The captured pass for `rows` packed positions (captured on first use), or None

@@ -23,10 +23,12 @@ into a stand-in root (search/merge.py) that the `info` lines, the move choice, r
 and the training record read (the `report_root` seam of UCTSearch).
 
 What it buys, measured (docs/performance.md): on an H100 or H200 with 16 cores, 8 processes
-and the server analyse at about 2.5 times Leela Zero's best setting on 6x128, 20x256 and
+and the server analyse at 2.3-2.9 times Leela Zero's best setting on 6x128, 20x256 and
 40x256 (one tree: 0.45-0.9 times), and at fixed visits (on the CPU) merged trees choose
-about as well as one tree of all their visits. On the host (NumPy) the network is the limit, so there it is one
-tree by default (batching.search_processes).
+about as well as one tree of all their visits. At 0.5 s a move, though, they have not played
+as well as Leela Zero's one tree: each tree makes fewer playouts than it does. On the host
+(NumPy) the network is the limit, so there it is one tree by default
+(batching.search_processes).
 
 When the helpers stay idle (the engine's tree alone searches): until they have loaded their
 networks (they start in the background, so the first GTP reply does not wait for them); with
@@ -121,12 +123,11 @@ class MultiTreeSearch(UCTSearch):
         (`final`) the helpers are stopped first and their last reports merged. A progress
         report also moves the own tree onto the server if it became ready meanwhile (a
         long lz-analyze started before the server was up)."""
-        if not final:
-            self._move_onto_server()
         if final:
             self._stop_job()
             reports, self._reports = self._reports, []
             return merged_root(root, reports)
+        self._move_onto_server()
         if not self._job:
             return root
         for helper in self._job:
