@@ -1,7 +1,7 @@
 """On the lent GPU machine: the torch backend's CUDA graphs against its eager pass.
 
-Packed batches of random-game positions, two in flight (as the network server keeps them),
-1.5 s a batch size, fp16, for each weights file given:
+Packed batches of random-game positions (the GPU backend tests' own), two in flight (as the
+network server keeps them), 1.5 s a batch size, fp16, for each weights file given:
 
     PYTHONPATH=. python3 dev/cuda_graphs_bench.py WEIGHTS...
 
@@ -10,28 +10,16 @@ docs/performance.md has the figures.
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 
 from leelaz.backends.torch_backend import TorchBackend
 from leelaz.backends.weights import load_weights
-from leelaz.game.state import GameState
 from leelaz.nn.features import packed_inputs
+from tests.backend_helpers import random_game_positions
 
 BATCHES = (8, 16, 32, 64, 128, 256)
 SECONDS = 1.5
-
-
-def positions(count: int, seed: int) -> list[GameState]:
-    rng = random.Random(seed)
-    states = []
-    for _ in range(count):
-        state = GameState()
-        for _ in range(rng.randrange(20, 120)):
-            state.play(state.to_move, rng.choice(state.legal_moves(state.to_move)))
-        states.append(state)
-    return states
 
 
 def calls_per_second(backend: TorchBackend, packed: bytes, batch: int) -> float:
@@ -49,7 +37,7 @@ def calls_per_second(backend: TorchBackend, packed: bytes, batch: int) -> float:
 
 
 def main(paths: list[str]) -> None:
-    pool = positions(64, 1)
+    pool = random_game_positions(64, 1)
     for path in paths:
         weights = load_weights(path)
         for graphs in (False, True):
