@@ -11,7 +11,9 @@
 # first is the one whose ratio the table gives: "" = the default), LZ_SETTINGS
 # (";"-separated, "" = Leela Zero's default), SECS (4), WARMUP (10: untimed lz-analyze of
 # the empty board after start-up, while our helper processes load), ROUNDS (1), GPU (0:
-# CUDA_VISIBLE_DEVICES), CORES (taskset list, default all), OUT (/tmp/analyze-out).
+# CUDA_VISIBLE_DEVICES), CORES (taskset list, default all), OUT (/tmp/analyze-out). The
+# engines' stderr goes to $OUT/logs-$NET/, and the report ends with each of our engines'
+# network server line (its mean batch: the batch sizes the search used).
 set -u
 NET=${NET:-shipped-6x128}; OURS=${OURS-""}; SECONDS_EACH=${SECS:-4}
 LZ_SETTINGS=${LZ_SETTINGS-";-t 32 --batchsize 16;-t 64 --batchsize 32"}
@@ -45,7 +47,8 @@ for a in "${ours[@]}"; do args+=(--ours "python3 -m leelaz --gtp --noponder -w $
 IFS=';' read -ra theirs <<< "$LZ_SETTINGS"; [ ${#theirs[@]} -gt 0 ] || theirs=("")
 for a in "${theirs[@]}"; do args+=(--reference "$LZ $a"); done
 "${PIN[@]}" python3 -m leelaz bench analyze -w $W/$NET.txt --seconds "$SECONDS_EACH" \
-  --warmup "$WARMUP" --rounds "$ROUNDS" "${args[@]}" 2>&1 | tee -a "$REPORT"
+  --warmup "$WARMUP" --rounds "$ROUNDS" --log-dir "$OUT/logs-$NET" "${args[@]}" 2>&1 \
+  | tee -a "$REPORT"
 cp $HOME/.local/share/leela-zero/leelaz_opencl_tuning "$OUT/" 2>/dev/null
 cp $HOME/.local/share/leelaz/opencl_tuning.json "$OUT/opencl_tuning-$NET.json" 2>/dev/null
 echo "== $NET done in $SECONDS s" | tee -a "$REPORT"

@@ -140,6 +140,20 @@ import glob, re, sys
 games = [re.sub(r"^\(;[^;]*", "", open(p).read()) for p in glob.glob(sys.argv[1] + "/game-*.sgf")]
 print(f"distinct move sequences: {len(set(games))} of {len(games)} games")
 PY
+# What each engine searched a move (their stderr's "N visits, M nodes, P playouts" lines),
+# and our network server's mean batch: what equal time meant in these games.
+python3 - "$W/logs" "$NAME2" <<'PY' | tee -a "$REPORT"
+import os, re, sys
+for log, name in (("engine1.log", "leelaz"), ("engine2.log", sys.argv[2])):
+    path = os.path.join(sys.argv[1], log)
+    text = open(path, errors="replace").read() if os.path.exists(path) else ""
+    rows = [(int(v), int(p)) for v, p in re.findall(r"^(\d+) visits, \d+ nodes, (\d+) playouts", text, re.M)]
+    if rows:
+        print(f"{name}: {len(rows)} moves, mean {sum(v for v, _ in rows) / len(rows):,.0f} visits "
+              f"and {sum(p for _, p in rows) / len(rows):,.0f} playouts a move")
+    for line in re.findall(r"^Network server \(.*$", text, re.M)[-3:]:
+        print(f"{name}: {line}")
+PY
 grep -hiE "error|traceback|exception" "$W"/logs/*.log 2>/dev/null | sort | uniq -c | sort -rn \
   | head -5 | sed 's/^/log: /' | tee -a "$REPORT"
 tar -C "$W" -czf "$OUT/$TAG.tar.gz" sgf

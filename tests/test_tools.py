@@ -232,7 +232,7 @@ def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
         def __init__(self, name):
             self.name, self.closed, self.moves = name, False, []
 
-        def close(self):
+        def close(self, timeout=None):
             self.closed = True
 
     started = []
@@ -262,7 +262,7 @@ def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypat
         def __init__(self, name):
             self.name, self.warm = name, False
 
-        def close(self):
+        def close(self, timeout=None):
             pass
 
     rates = {"leelaz": 30.0, "LZ 0.17 #1": 10.0, "LZ 0.17 #2": 20.0}
@@ -281,6 +281,38 @@ def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypat
     done = _bench_analyze(tmp_path, "--warmup", "2", "--ours", "a", "--reference", "b",
                           "--reference", "c")
     assert _figures(done.output, "mean") == [30.0, 10.0, 20.0, 1.5]
+
+
+def test_bench_analyze_keeps_the_logs_and_reports_the_servers_line(monkeypatch, tmp_path):
+    """--log-dir: each engine's stderr goes to its own file, and the network server's line
+    of each round is printed after the table."""
+    from leelaz.tools.bench import analyze
+
+    logs, rounds = {}, []
+
+    class Engine:
+        def close(self, timeout=None):
+            pass
+
+    def start(name, argv, log=None):
+        logs[name] = log
+        with open(log, "a") as f:
+            f.write("Thinking...\n")
+            if name == "leelaz":
+                rounds.append(name)
+                f.write(f"Network server (torch): 900 evaluations in {len(rounds)} calls\n")
+        return Engine()
+
+    monkeypatch.setattr(analyze, "_start", start)
+    monkeypatch.setattr(analyze, "analyze_once",
+                        lambda *a: {"visits": 1, "seconds": 1.0, "rate": 1.0})
+    done = _bench_analyze(tmp_path, "--rounds", "2", "--ours", "a", "--reference", "b",
+                          "--log-dir", str(tmp_path / "logs"))
+    assert logs == {"leelaz": str(tmp_path / "logs" / "leelaz.log"),
+                    "LZ 0.17": str(tmp_path / "logs" / "LZ-0.17.log")}
+    reported = [x for x in done.output.splitlines() if "Network server" in x]
+    assert reported == [f"leelaz: Network server (torch): 900 evaluations in {n} calls"
+                        for n in (1, 2)]
 
 
 def test_bench_engine_and_search_run(lz_binary, random_weights):

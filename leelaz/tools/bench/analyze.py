@@ -14,6 +14,10 @@ almost no cost and report its visits again (about twice the visits per second), 
 measured the cache, not the search. The default game is a 9-dan game (tygem, December 2011,
 a month the shipped network never trained on) at moves 40, 120 and 200.
 
+With --log-dir the engines' stderr is kept (a file per engine, appended round after round),
+and the network server's line of each of ours (its calls and mean batch: what the device saw
+during that engine's run) is printed after the table.
+
 Both command lines are plain text and replaceable, e.g. on a GPU machine:
     leelaz bench analyze --ours "leelaz --gtp -w net.gz" \\
         --reference ".lzpack/leelaz --gtp -w net.gz -t 32 --batchsize 16"
@@ -35,6 +39,11 @@ from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_co
 
 DEFAULT_GAME = str(Path(__file__).resolve().parent / "game-9d.sgf")
 VISITS = re.compile(r"\bvisits (\d+)")
+#: How long an engine may take to quit (ours ends its helpers and its network server, which
+#: writes its line to stderr as it ends).
+QUIT_SECONDS = 15.0
+#: The start of the network server's stderr line (search_processes/network_server.py).
+SERVER_LINE = "Network server ("
 
 
 def shipped_network() -> str | None:
@@ -81,9 +90,10 @@ def _next_info(engine: GtpClient, until: float) -> str | None:
     return line if line.startswith("info ") else None
 
 
-def _start(name: str, argv: list[str]) -> GtpClient:
+def _start(name: str, argv: list[str], log: str | None = None) -> GtpClient:
+    """The engine started, its stderr appended to `log` (or discarded)."""
     try:
-        engine = GtpClient(argv, name=name, stderr=None)
+        engine = GtpClient(argv, name=name, stderr=log)
         engine.ask("name", timeout=600)  # start-up (tuning included) is not timed
     except GtpFailure as exc:
         raise ToolError(f"{name} ({' '.join(argv)}) did not start: {exc}") from None
@@ -115,11 +125,14 @@ def warm_up(engine: GtpClient, seconds: float, interval_cs: int) -> None:
 @click.option("--ours", multiple=True, metavar="CMD",
               help="Our whole command line (default: this Python's -m leelaz --gtp "
                    "--noponder --cpu-only -w NET); repeatable.")
+@click.option("--log-dir", default="", metavar="DIR",
+              help="Keep the engines' stderr here (a file per engine) and print the "
+                   "network server's line of each of ours.")
 @click.option("--reference", multiple=True, metavar="CMD",
               help="The reference's whole command line (default: the installed Leela Zero "
                    "0.17 --gtp --noponder --cpu-only -w NET; 'none': ours only); "
                    "repeatable: the ratio is then to the best reference.")
-def command(weights, game, moves, seconds, interval, rounds, warmup, ours,
+def command(weights, game, moves, seconds, interval, rounds, warmup, ours, log_dir,
             reference) -> None:
     """lz-analyze visits/s on real positions: ours and Leela Zero 0.17, alternating."""
     if not os.path.isfile(game):
@@ -148,9 +161,15 @@ def command(weights, game, moves, seconds, interval, rounds, warmup, ours,
         say(f"{name}: {' '.join(argv)}")
     say(f"{game} at moves {', '.join(map(str, positions))}; {seconds:g} s each; "
         f"{rounds} round(s); {load_line()}")
+    logs = {}
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
+        logs = {name: os.path.join(log_dir, re.sub(r"[^\w.-]+", "-", name) + ".log")
+                for name, _ in commands}
     best: dict[tuple[str, int], float] = {}
     for r in range(rounds):
-        engines = [(name, _start(name, argv)) for name, argv in commands]
+        engines = [(name, _start(name, argv, logs[name]) if logs else _start(name, argv))
+                   for name, argv in commands]
         try:
             if warmup:
                 for _, engine in engines:
@@ -165,9 +184,21 @@ def command(weights, game, moves, seconds, interval, rounds, warmup, ours,
             raise ToolError(str(exc)) from None
         finally:
             for _, engine in engines:
-                engine.close()
+                engine.close(QUIT_SECONDS)
     names = [name for name, _ in commands]
     say(_table(names, positions, best, len(ours) if len(ours) > 1 else 1))
+    for name, path in logs.items():
+        for line in _server_lines(path):
+            say(f"{name}: {line}")
+
+
+def _server_lines(path: str) -> list[str]:
+    """The network server's lines in an engine's stderr log (one per round it ran)."""
+    try:
+        with open(path, errors="replace") as f:
+            return [line.strip() for line in f if line.startswith(SERVER_LINE)]
+    except OSError:
+        return []
 
 
 def _label(name: str, i: int, given: tuple) -> str:
