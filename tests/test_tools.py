@@ -237,7 +237,7 @@ def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
 
     started = []
 
-    def start(name, argv):
+    def start(name, argv, log=None):
         started.append(Engine(name))
         return started[-1]
 
@@ -275,7 +275,7 @@ def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypat
         assert seconds == 2.0
         engine.warm = True
 
-    monkeypatch.setattr(analyze, "_start", lambda name, argv: Engine(name))
+    monkeypatch.setattr(analyze, "_start", lambda name, argv, log=None: Engine(name))
     monkeypatch.setattr(analyze, "analyze_once", measure)
     monkeypatch.setattr(analyze, "warm_up", warm_up)
     done = _bench_analyze(tmp_path, "--warmup", "2", "--ours", "a", "--reference", "b",

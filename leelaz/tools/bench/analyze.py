@@ -163,13 +163,15 @@ def command(weights, game, moves, seconds, interval, rounds, warmup, ours, log_d
         f"{rounds} round(s); {load_line()}")
     logs = {}
     if log_dir:
-        os.makedirs(log_dir, exist_ok=True)
+        try:
+            os.makedirs(log_dir, exist_ok=True)
+        except OSError as exc:
+            raise ToolError(f"--log-dir {log_dir}: {exc.strerror or exc}") from None
         logs = {name: os.path.join(log_dir, re.sub(r"[^\w.-]+", "-", name) + ".log")
                 for name, _ in commands}
     best: dict[tuple[str, int], float] = {}
     for r in range(rounds):
-        engines = [(name, _start(name, argv, logs[name]) if logs else _start(name, argv))
-                   for name, argv in commands]
+        engines = [(name, _start(name, argv, logs.get(name))) for name, argv in commands]
         try:
             if warmup:
                 for _, engine in engines:
