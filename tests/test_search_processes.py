@@ -232,39 +232,47 @@ def _trees_in(result) -> int:
     return result.root_visits - sum(c.visits for c in result.children)
 
 
-def test_helpers_search_the_same_position(pool):
+def _ponder(search, state, seconds: float, **kwargs):
+    stop_at = time.monotonic() + seconds
+    return search.ponder(state, should_stop=lambda: time.monotonic() > stop_at, **kwargs)
+
+
+def test_helpers_search_the_same_position_in_analysis_only(pool):
     state = GameState()
     state.play(BLACK, 72)
-    result = pool.think(state, WHITE, time_limit_cs=150, use_clock=False)
-    assert _trees_in(result) == 3
-    assert result.root_visits > pool.root.visits  # the helpers' visits are in it
-    assert result.move in [c.move for c in result.children]
-    # The next move reuses each tree: a delta goes to the helpers, and they still count.
+    # A move on the clock is the engine's tree alone: the helpers never see the position.
+    result = pool.think(state, WHITE, time_limit_cs=100, use_clock=False)
+    assert _trees_in(result) == 1 and result.root_visits == pool.root.visits
+    assert all(h.sent is None for h in pool.helpers)
     state.play(WHITE, result.move)
     snapshots = []
-    stop_at = time.monotonic() + 1.5
-    result = pool.ponder(state, should_stop=lambda: time.monotonic() > stop_at,
-                         on_progress=snapshots.append, progress_interval_cs=20)
+    result = _ponder(pool, state, 1.5, on_progress=snapshots.append, progress_interval_cs=20)
     assert _trees_in(result) == 3
+    assert result.root_visits > pool.root.visits  # the helpers' visits are in it
     assert snapshots and all(_trees_in(s) in (1, 2, 3) for s in snapshots)
     assert all(h.sent is not None for h in pool.helpers)
+    # The next position reuses each tree: a delta goes to the helpers, and they still count.
+    state.play(BLACK, max(result.children, key=lambda c: c.visits).move)
+    result = _ponder(pool, state, 1.0)
+    assert _trees_in(result) == 3
+    assert _trees_in(pool.think(state, WHITE, time_limit_cs=50, use_clock=False)) == 1
 
 
 def test_a_visit_limit_keeps_the_helpers_idle(pool):
     import dataclasses
 
     pool.params = dataclasses.replace(pool.params, max_visits=50)
-    result = pool.think(GameState(), BLACK, use_clock=False)
+    result = _ponder(pool, GameState(), 60.0)  # the limit ends it, as it ends lz-analyze
     assert _trees_in(result) == 1 and result.root_visits <= 50
 
 
 def test_a_dead_helper_is_dropped(pool):
     pool.helpers[0].process.kill()
     pool.helpers[0].process.join(10)
-    result = pool.think(GameState(), BLACK, time_limit_cs=100, use_clock=False)
+    result = _ponder(pool, GameState(), 1.0)
     assert _trees_in(result) in (1, 2)  # the engine went on: its tree, maybe the live helper
     assert len(pool.helpers) == 1
-    assert _trees_in(pool.think(GameState(), BLACK, time_limit_cs=100, use_clock=False)) == 2
+    assert _trees_in(_ponder(pool, GameState(), 1.0)) == 2
 
 
 def test_engine_with_search_processes_answers_and_quits(random_weights):
@@ -508,9 +516,10 @@ def test_a_served_call_goes_to_the_own_backend_when_the_server_fails():
 
 
 def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
-    """Once the server is ready the engine's Network evaluates there (the same numbers as
-    its own backend: the same weights); when the server dies it goes back to its own, and
-    the helper, which has no network of its own, is dropped."""
+    """Once the server is ready the engine's Network evaluates there in analysis (the same
+    numbers as its own backend: the same weights), and on its own backend on the clock;
+    when the server dies it goes back to its own, and the helper, which has no network of
+    its own, is dropped."""
     from leelaz.nn.features import input_planes
     from leelaz.nn.network import Network
     from leelaz.search_processes.helper import HelperProcess
@@ -533,9 +542,14 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
             assert time.monotonic() < deadline
         state = GameState()
         search.think(state, BLACK, time_limit_cs=30, use_clock=False)
+        assert network.backend is own  # on the clock: its own network
+        _ponder(search, state, 0.3)
         served = network.backend
         assert isinstance(served, ServedBackend) and served.served and served.own is own
-        assert "The engine's tree evaluates on the network server (numpy).\n" in said
+        assert ("The engine's tree evaluates on the network server in analysis (numpy).\n"
+                in said)
+        search.think(state, BLACK, time_limit_cs=30, use_clock=False)
+        assert network.backend is own
         rng = random.Random(2)
         rows = []
         for _ in range(3):
@@ -553,8 +567,8 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
         np.testing.assert_array_equal(got[1], want[1])
         assert not served.served
         assert any("goes back to its own network" in line for line in said)
-        result = search.think(state, state.to_move, time_limit_cs=30, use_clock=False)
-        assert result.root_visits > 1
+        result = _ponder(search, state, 0.5)
+        assert result.root_visits > 1 and network.backend is served
         # The helper's batches failed too: it said why and was dropped.
         assert search.helpers == []
         assert ("search process leelaz-search-0 dropped: the network server went away\n"

@@ -15,9 +15,10 @@ batches joined into calls of a few hundred rows (each helper holding its own net
 context made the device take turns, and wide networks got slower with more processes). The
 engine's own tree keeps everything Leela Zero's search does (the clock, time management's
 early stop, the stderr statistics, tree reuse). It starts on its own network, so nothing
-waits for the server, and its Network's batches go to the server from the first call or
-progress report after the server is ready (`ServedBackend`, back to its own network if the
-server fails): a second context beside the server's would make the device take turns again.
+waits for the server, and in analysis its Network's batches go to the server from the first
+call or progress report after the server is ready (`ServedBackend`, back to its own network
+if the server fails): a second context busy beside the server's would make the device take
+turns again.
 At every progress report and at the end of a call the helpers' root statistics are merged
 into a stand-in root (search/merge.py) that the `info` lines, the move choice, resignation
 and the training record read (the `report_root` seam of UCTSearch).
@@ -30,7 +31,15 @@ as well as Leela Zero's one tree: each tree makes fewer playouts than it does. O
 (NumPy) the network is the limit, so there it is one tree by default
 (batching.search_processes).
 
-When the helpers stay idle (the engine's tree alone searches): until they have loaded their
+Play and analysis: the helpers search with the engine in analysis only (lz-analyze, and
+pondering), where the user watches the visits and the root's statistics grow. A move on the
+clock (genmove and its kin) is the engine's tree alone, on its own network: at 0.5 s a move
+several trees, each with fewer playouts than Leela Zero's one, lost to it, and the helpers'
+start and stop and the trips to the server cost the one tree playouts (docs/performance.md).
+In analysis the engine's tree evaluates on the server once it is ready; on the clock the
+server stands idle, so the tree's own context has the device to itself.
+
+When the helpers stay idle (the engine's tree alone searches): on the clock (above); until they have loaded their
 networks (they start in the background, so the first GTP reply does not wait for them); with
 a visit or playout limit (`-v`, `-p`, lz-setoption), which counts one tree's visits; in the
 dynamic-komi modes; with lz-analyze's avoid/allow restrictions. A helper that fails or does
@@ -69,27 +78,36 @@ class MultiTreeSearch(UCTSearch):
         self._seq = 0
         self._job: list[HelperProcess] = []  # helpers searching the current call
         self._reports: list = []  # their last reports, for the final merge
+        self._analysing = False  # the current call is a ponder (lz-analyze, pondering)
+        self._own_backend = getattr(evaluator, "backend", None)
+        self._served = None  # the own tree's ServedBackend once the server is ready
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ the calls
     def think(self, state, color=None, **kwargs):
+        """A move on the clock (genmove and its kin): the own tree alone, on its own
+        network (module docstring: "Play and analysis")."""
+        self._analysing = False
         try:
             return super().think(state, color, **kwargs)
         finally:
             self._stop_job()
 
     def ponder(self, state, **kwargs):
+        """lz-analyze and pondering: every tree, on the network server once it is ready."""
+        self._analysing = True
         try:
             return super().ponder(state, **kwargs)
         finally:
+            self._analysing = False
             self._stop_job()
 
     def start(self, state, color=None, restrictions=None, started=None):
-        self._move_onto_server()
+        self._choose_backend()
         run = super().start(state, color, restrictions, started)
         self._stop_job()  # a call that ended in an error left it running
         self._reports = []
-        if self._helpers_may_search(restrictions):
+        if self._analysing and self._helpers_may_search(restrictions):
             ready = []
             for helper in self.helpers:
                 helper.read()
@@ -102,15 +120,21 @@ class MultiTreeSearch(UCTSearch):
                 self._job = [h for h in ready if not h.dead]
         return run
 
-    def _move_onto_server(self) -> None:
-        """Once the network server is ready, the own tree's batches go there too."""
+    def _choose_backend(self) -> None:
+        """The own tree's backend for this call: in analysis the network server's, once it
+        is ready (one context on the device with the helpers' batches); on the clock its own
+        network, which answers a lone tree's small batches without a trip to the server."""
         network = self.evaluator
-        if self.server is None or self.server.engine_conn is None or network is None:
+        if network is None or self._own_backend is None:
             return
-        served = self.server.engine_backend(network.backend, self.log)
-        if served is not None:
-            network.backend = served
-            self.log(f"The engine's tree evaluates on the network server ({served.name}).\n")
+        if self._analysing and self._served is None and self.server is not None \
+                and self.server.engine_conn is not None:
+            self._served = self.server.engine_backend(self._own_backend, self.log)
+            if self._served is not None:
+                self.log("The engine's tree evaluates on the network server in analysis "
+                         f"({self._served.name}).\n")
+        network.backend = self._served if self._analysing and self._served else \
+            self._own_backend
 
     def _helpers_may_search(self, restrictions) -> bool:
         p = self.params
@@ -120,14 +144,15 @@ class MultiTreeSearch(UCTSearch):
 
     def report_root(self, root, final: bool):
         """The own root merged with the helpers' latest reports; at the end of a call
-        (`final`) the helpers are stopped first and their last reports merged. A progress
-        report also moves the own tree onto the server if it became ready meanwhile (a
-        long lz-analyze started before the server was up)."""
+        (`final`) the helpers are stopped first and their last reports merged. In analysis
+        a progress report also moves the own tree onto the server if it became ready
+        meanwhile (a long lz-analyze started before the server was up)."""
         if final:
             self._stop_job()
             reports, self._reports = self._reports, []
             return merged_root(root, reports)
-        self._move_onto_server()
+        if self._analysing:
+            self._choose_backend()
         if not self._job:
             return root
         for helper in self._job:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from leelaz.tools.bench import analyze, board, data, engine, net, search, selfplay, startup
+from leelaz.tools.bench import analyze, board, data, engine, genmove, net, search, selfplay, startup
 from leelaz.tools.bench.common import CONTEXT
 
 EPILOG = """\b
@@ -19,6 +19,7 @@ Examples:
   leelaz bench search --batch 1,32 --runs 5        (the search's own cost, instant network)
   leelaz bench engine -w 6x128 -v 3200 -t 2 --runs 3
   leelaz bench analyze --seconds 4                 (lz-analyze on a 9-dan game, both engines)
+  leelaz bench genmove --genmoves 6             (playouts a move at 0.5 s a move, both)
   leelaz bench selfplay -v 1601 --parallel 32 --workers 8 --reference-k 4,8
   leelaz bench startup --runs 7                    (time to answer protocol_version)
 """
@@ -29,5 +30,5 @@ def command() -> None:
     """Benchmarks, ours and the C++ Leela Zero 0.17's in the same run."""
 
 
-for _mode in (board, net, search, engine, analyze, data, selfplay, startup):
+for _mode in (board, net, search, engine, analyze, genmove, data, selfplay, startup):
     command.add_command(_mode.command)
