@@ -9,8 +9,9 @@ backend is tuned for the size it gives.
 
 Why batches: under Python's GIL the search collects leaves under virtual loss instead of
 running Leela Zero's threads, and sends them to the network in one call; `-t N` collects N.
-Without -t or --batchsize, and when OpenCL may run, the search collects 32 leaves: Leela Zero's
-own default (10 threads) left a fast GPU idle most of the time. With --cpu-only and neither
+Without -t or --batchsize, and when OpenCL may run, the search collects 32 leaves in analysis
+and 16 for a move on the clock (`play_batch_size`): Leela Zero's own default (10 threads) left
+a fast GPU idle most of the time. With --cpu-only and neither
 flag, it collects at least two leaves per NumPy worker (`numpy_workers`): one pass over two
 positions costs a worker markedly less per position than two passes over one (the 36 Winograd
 products of each layer run on twice the rows for one read of the layer's weights), so analysis
@@ -31,6 +32,10 @@ import os
 MAX_THREADS = 256
 #: Leaves per network call when neither -t nor --batchsize is given and OpenCL may run.
 DEFAULT_OPENCL_SEARCH_BATCH = 32
+#: The same for a move on the clock (genmove): with one batch in flight while the next is
+#: collected, 32 leaves made 64 wait at once, and at 0.5 s a move that lost to Leela Zero's
+#: 10 in flight despite 30% more playouts; 16 played better (docs/performance.md).
+DEFAULT_OPENCL_PLAY_BATCH = 16
 #: With --cpu-only and neither -t nor --batchsize: at least this many leaves per NumPy worker.
 CPU_LEAVES_PER_WORKER = 2
 #: The NumPy backend's workers by default: more than two Python threads gain nothing against
@@ -122,6 +127,16 @@ def search_batch_size(cfg, hw: int | None = None) -> int:
         else:
             batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
     return max(1, batch_size)
+
+
+def play_batch_size(cfg, hw: int | None = None) -> int:
+    """Leaves per network call for a move on the clock: DEFAULT_OPENCL_PLAY_BATCH when
+    neither -t nor --batchsize was given and OpenCL may be used, else search_batch_size
+    (analysis and pondering always use search_batch_size: long searches, where a bigger
+    batch buys visits a second at little cost in quality)."""
+    if not cfg.threads and not cfg.batchsize and not cfg.cpu_only:
+        return DEFAULT_OPENCL_PLAY_BATCH
+    return search_batch_size(cfg, hw)
 
 
 def leaves_to_collect(batch: int, left: int, in_flight: int, root_visits: int,

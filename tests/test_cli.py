@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from leelaz.batching import resolve_threads, search_batch_size
+from leelaz.batching import play_batch_size, resolve_threads, search_batch_size
 from leelaz.cli import UsageProblem, parse_args, run
 from leelaz.config import EngineConfig
 
@@ -211,6 +211,16 @@ def test_search_batch_size_defaults():
     assert search_batch_size(EngineConfig(cpu_only=True), hw=8) == 8
     assert search_batch_size(EngineConfig(), hw=2) == 32
     assert search_batch_size(EngineConfig(threads=4), hw=2) == 4
+
+
+def test_play_batch_size_is_smaller_on_a_gpu_by_default_only():
+    """A move on the clock collects 16 leaves on OpenCL when neither -t nor --batchsize is
+    given; otherwise the same as the search's batch (the flags, and --cpu-only, decide)."""
+    assert play_batch_size(EngineConfig(), hw=16) == 16
+    assert play_batch_size(EngineConfig(threads=24), hw=16) == 24
+    assert play_batch_size(EngineConfig(batchsize=8), hw=16) == 16  # LZ: 2 x 8 threads
+    assert play_batch_size(EngineConfig(cpu_only=True), hw=2) == 4
+    assert play_batch_size(EngineConfig(cpu_only=True, threads=1), hw=2) == 1
 
 
 @pytest.mark.parametrize("blocks, filters", [(2, 32), (6, 64)])

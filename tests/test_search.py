@@ -67,6 +67,22 @@ def test_no_virtual_loss_left_and_one_call_per_batch(batch):
         assert ev.calls < ev.evaluations  # really batched
 
 
+def test_a_move_on_the_clock_uses_the_play_batch_and_pondering_the_search_batch():
+    ev = HashEvaluator()
+    search, _ = make_search(ev, batch_size=12, play_batch_size=3, max_visits=600)
+    search.think(GameState(), BLACK, time_limit_cs=100000)
+    assert max(ev.batches) == 3
+    ev.batches.clear()
+    search.reset()
+    search.ponder(GameState(), should_stop=lambda: False)  # the visit cap ends it
+    assert max(ev.batches) == 12
+    ev.batches.clear()
+    search.reset()
+    search.params = dataclasses.replace(search.params, play_batch_size=0)
+    search.think(GameState(), BLACK, time_limit_cs=100000)  # 0: the search batch
+    assert max(ev.batches) == 12
+
+
 @pytest.mark.parametrize("batch", [1, 8])
 def test_pipelined_search_keeps_the_books(batch):
     """With an asynchronous evaluator one batch stays in flight while the next is collected

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from leelaz.batching import search_batch_size
+from leelaz.batching import play_batch_size, search_batch_size
 from leelaz.game.numbers import cpp_int
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, MIB, split_memory
 from leelaz.game.coords import BLACK, PASS, RESIGN, gtp_vertex, parse_color
@@ -48,16 +48,19 @@ SETOPTION_LIST = (
 
 
 def params_from_config(cfg, batch_size: int | None = None) -> SearchParams:
-    """SearchParams from the command-line settings (EngineConfig); the batch size defaults
-    to batching.search_batch_size(cfg)."""
+    """SearchParams from the command-line settings (EngineConfig); the batch sizes default
+    to batching.search_batch_size(cfg) and, on the clock, batching.play_batch_size(cfg)."""
+    play = 0
     if batch_size is None:
         batch_size = search_batch_size(cfg)
+        play = play_batch_size(cfg)
     return SearchParams(
         max_playouts=cfg.playouts or UNLIMITED, max_visits=cfg.visits or UNLIMITED,
         timemanage=cfg.timemanage, lagbuffer_cs=cfg.lagbuffer, noise=cfg.noise,
         random_count=cfg.randomcnt, random_visits=cfg.randomvisits,
         random_temp=cfg.randomtemp, dumbpass=cfg.dumbpass, resign_pct=cfg.resignpct,
-        ponder=cfg.ponder, quiet=cfg.quiet, batch_size=max(1, batch_size))
+        ponder=cfg.ponder, quiet=cfg.quiet, batch_size=max(1, batch_size),
+        play_batch_size=play)
 
 
 class SearchCommands:

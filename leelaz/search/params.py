@@ -57,6 +57,8 @@ class SearchParams:
 
     # --- Python specifics ---
     batch_size: int = 8  # leaves collected under virtual loss per evaluate() call (LZ: threads)
+    #: The same for a move on the clock (think); 0 = batch_size. Pondering uses batch_size.
+    play_batch_size: int = 0
     #: Leaves waiting for the network at once are capped at root visits / this (0 = no cap),
     #: but never below min_pending_leaves: the ramp of leelaz/batching.py, which says why.
     visits_per_pending_leaf: int = VISITS_PER_PENDING_LEAF

@@ -205,7 +205,9 @@ class SearchRun:
         `apply`, `after_batch`), so both stop by the same rules."""
         self.limits = limits
         self.progress = progress
-        self.batch_size = max(1, self.params.batch_size)
+        p = self.params
+        play = p.play_batch_size if not limits.pondering else 0
+        self.batch_size = max(1, play or p.batch_size)
         self._early_stop = timemanage.EarlyStop(self.params.effective_timemanage(), self.log)
         self._last_update = self._last_output = self._stalled = 0
         self.progress_shown = 0
