@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# On a lent machine of several GPUs (the device tool's nvidia-h100-x4 / x8), from the repo
+# root: many equal-time matches at once, PER single-game matches a GPU, each pinned to CORES
+# cores of the GPU's 16 (`dev/strength_gpu.sh equaltime`, JOBS=1), then each setting's games
+# tallied together (`leelaz match --tally`).
+#
+#   CONFIGS=";-t 16" PER=4 CORES=4 BASE=0 bash dev/equaltime_gpus.sh
+#
+# Carry .whl/, .lzpack/ and .gnugo/ (see strength_gpu.sh). CONFIGS: ';'-separated EXTRA1
+# argument sets for ours ("" = the default), handed to the matches round robin; BASE: the
+# first game number of this call (settings are BASE + 1000 * index apart, so that calls and
+# settings never share a game number); OUT (/tmp/equaltime-out). Our OpenCL tuning is made
+# once per setting before the matches start (.gpu/opencl_tuning.json, if there, seeds it);
+# the matches stop starting games HARD - 85 s after that and are cut at HARD s (555 s less
+# the tuning by default), so the whole call fits a 600 s device command.
+set -u
+IFS=';' read -ra CF <<< "${CONFIGS-}"; [ ${#CF[@]} -gt 0 ] || CF=("")
+N=$(nvidia-smi -L | wc -l); PER=${PER:-3}; CORES=${CORES:-5}; BASE=${BASE:-0}
+OUT=${OUT:-/tmp/equaltime-out}; mkdir -p "$OUT/eq"
+T0=$(date +%s)
+mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
+export OCL_ICD_VENDORS=/tmp/icd
+[ -d /tmp/site/pyopencl ] || python3 -m pip install -q --no-index --no-deps --no-compile \
+  --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+# strength_gpu.sh's HOME: one tuning file for every match, filled here, one setting at a time.
+TUNED=/tmp/strengthhome/.local/share/leelaz
+mkdir -p $TUNED /tmp/strengthhome/.local/share/leela-zero
+[ -f $TUNED/opencl_tuning.json ] || cp .gpu/opencl_tuning.json $TUNED/ 2>/dev/null
+for c in "${CF[@]}"; do
+  HOME=/tmp/strengthhome PYTHONPATH=/tmp/site:$PWD timeout 150 python3 -m leelaz --tune-only \
+    -w weights/leelaz-6x128.txt.gz -m 10 -b 0 $c > "$OUT/eq/tune.log" 2>&1
+  echo "tune '$c': rc $?, $(( $(date +%s) - T0 )) s"
+done
+nvidia-smi -L
+EL=$(( $(date +%s) - T0 )); HARD=${HARD:-$(( 555 - EL ))}; LIMIT=${LIMIT:-$(( HARD - 85 ))}
+echo "$N GPUs, $PER matches each on $CORES cores; limit $LIMIT s, hard $HARD s"
+i=0
+for g in $(seq 0 $((N - 1))); do
+  for m in $(seq 0 $((PER - 1))); do
+    c=$((i % ${#CF[@]})); lo=$((g * 16 + m * CORES)); hi=$((lo + CORES - 1))
+    first=$((BASE + c * 1000 + i * 10))
+    taskset -c $lo-$hi env CUDA_VISIBLE_DEVICES=$g JOBS=1 GAMES=10 FIRST=$first LIMIT=$LIMIT \
+      HARD=$HARD EXTRA1="${CF[$c]}" OUT="$OUT/eq" bash dev/strength_gpu.sh equaltime \
+      > "$OUT/eq/run-$first.out" 2>&1 &
+    i=$((i + 1)); sleep 1
+  done
+done
+wait
+for c in $(seq 0 $((${#CF[@]} - 1))); do
+  dirs=()
+  for f in "$OUT"/eq/equaltime-*.tar.gz; do
+    n=$(basename "$f" .tar.gz); n=${n#equaltime-}
+    [ $(( (n - BASE) / 1000 )) = "$c" ] || continue
+    mkdir -p /tmp/tally-$n && tar -C /tmp/tally-$n -xzf "$f" && dirs+=(/tmp/tally-$n/sgf)
+  done
+  echo "== setting $c: '${CF[$c]}'"
+  [ ${#dirs[@]} -gt 0 ] && PYTHONPATH=/tmp/site:$PWD python3 -m leelaz match --tally \
+    "${dirs[@]}" --name1 leelaz 2>&1 | tail -4
+done
+for f in "$OUT"/eq/equaltime-*.txt; do
+  echo "-- $f"; grep -E "moves, mean|Network server|distinct|^leelaz: [0-9]+/|log:" "$f"
+done
+# The device tool brings back few files: the SGF tars in one.
+(cd "$OUT/eq" && tar -czf "$OUT/sgfs.tar.gz" equaltime-*.tar.gz && rm -f equaltime-*.tar.gz)
