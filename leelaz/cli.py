@@ -86,11 +86,12 @@ def _command() -> click.Command:
                           "without CUDA or with --cpu-only); needs pip install "
                           "'leelaz[torch]'."),
         click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
-                     help="leelaz: search each position in this many processes at once, each "
-                          "its own tree, their batches joined in one network server process "
-                          "(PyTorch in half precision where it has CUDA), their root "
-                          "statistics merged. 0 (default) = one per two cores up to 8 on a "
-                          "GPU, 1 on the CPU or with -v/-p; 1 = one tree, as Leela Zero."),
+                     help="leelaz: in analysis (lz-analyze, pondering) search each position "
+                          "in this many processes at once, each its own tree, their batches "
+                          "joined in one network server process (PyTorch in half precision "
+                          "where it has CUDA), their root statistics merged; genmove is one "
+                          "tree. 0 (default) = one per two cores up to 8 on a GPU, 1 on the "
+                          "CPU or with -v/-p; 1 = one tree, as Leela Zero."),
         click.Option(["--full-tuner"], is_flag=True,
                      help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
         click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),
