@@ -246,7 +246,7 @@ def test_bench_analyze_starts_fresh_engines_every_round(monkeypatch, tmp_path):
         engine.moves.append(move)
         return {"visits": 10, "seconds": 1.0, "rate": 10.0}
 
-    monkeypatch.setattr(analyze, "_start", start)
+    monkeypatch.setattr(analyze, "start_engine", start)
     monkeypatch.setattr(analyze, "analyze_once", measure)
     done = _bench_analyze(tmp_path, "--rounds", "3", "--ours", "a", "--reference", "b")
     assert [e.name for e in started] == ["leelaz", "LZ 0.17"] * 3
@@ -275,7 +275,7 @@ def test_bench_analyze_compares_to_the_best_reference_after_warming_up(monkeypat
         assert seconds == 2.0
         engine.warm = True
 
-    monkeypatch.setattr(analyze, "_start", lambda name, argv, log=None: Engine(name))
+    monkeypatch.setattr(analyze, "start_engine", lambda name, argv, log=None: Engine(name))
     monkeypatch.setattr(analyze, "analyze_once", measure)
     monkeypatch.setattr(analyze, "warm_up", warm_up)
     done = _bench_analyze(tmp_path, "--warmup", "2", "--ours", "a", "--reference", "b",
@@ -303,7 +303,7 @@ def test_bench_analyze_keeps_the_logs_and_reports_the_servers_line(monkeypatch, 
                 f.write(f"Network server (torch): 900 evaluations in {len(rounds)} calls\n")
         return Engine()
 
-    monkeypatch.setattr(analyze, "_start", start)
+    monkeypatch.setattr(analyze, "start_engine", start)
     monkeypatch.setattr(analyze, "analyze_once",
                         lambda *a: {"visits": 1, "seconds": 1.0, "rate": 1.0})
     done = _bench_analyze(tmp_path, "--rounds", "2", "--ours", "a", "--reference", "b",
@@ -313,6 +313,23 @@ def test_bench_analyze_keeps_the_logs_and_reports_the_servers_line(monkeypatch, 
     reported = [x for x in done.output.splitlines() if "Network server" in x]
     assert reported == [f"leelaz: Network server (torch): 900 evaluations in {n} calls"
                         for n in (1, 2)]
+
+
+def test_bench_genmove_reads_both_engines_statistics_lines(lz_binary, random_weights):
+    """Playouts and visits a move from each engine's stderr line after its genmoves on the
+    clock; the last column is each engine's playouts over ours."""
+    done = leelaz("bench", "genmove", "-w", random_weights(1, 8), "--moves", "40,41",
+                  "--genmoves", "2", "--clock", "0 1 5")
+    assert done.returncode == 0, done.stderr
+    ours, reference = _figures(done.stdout, "leelaz"), _figures(done.stdout, "LZ")
+    assert ours[0] == 4 and reference[1] == 4  # moves ("LZ 0.17" splits into two words)
+    assert ours[1] > 0 and reference[2] > 0 and ours[2] >= ours[1]  # visits >= playouts
+    assert 0.15 <= ours[3] <= 0.6 and 0.15 <= reference[4] <= 0.6  # 1 s for 5 moves
+    assert reference[5] == pytest.approx(reference[2] / ours[1], abs=0.006)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("  move ")]
+    assert len(lines) == 4  # each position on each engine
+    bad = leelaz("bench", "genmove", "-w", random_weights(1, 8), "--clock", "1 2")
+    assert bad.returncode == 1 and "--clock like '0 1 2'" in bad.stderr
 
 
 def test_bench_engine_and_search_run(lz_binary, random_weights):

@@ -34,8 +34,8 @@ import click
 
 from leelaz.gtp.client import GtpClient, GtpFailure, GtpTimeout, parse_head
 from leelaz.tools import ToolError
-from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_command,
-                                       reference_binary, say, split_command, table)
+from leelaz.tools.bench.common import (CONTEXT, engine_commands, load_line, log_files,
+                                       network_file, say, table)
 
 DEFAULT_GAME = str(Path(__file__).resolve().parent / "game-9d.sgf")
 VISITS = re.compile(r"\bvisits (\d+)")
@@ -90,10 +90,11 @@ def _next_info(engine: GtpClient, until: float) -> str | None:
     return line if line.startswith("info ") else None
 
 
-def _start(name: str, argv: list[str], log: str | None = None) -> GtpClient:
-    """The engine started, its stderr appended to `log` (or discarded)."""
+def start_engine(name: str, argv: list[str], stderr: str | None = None) -> GtpClient:
+    """The engine started and answering (start-up, tuning included, is not timed), its
+    stderr appended to the file `stderr`, "capture"d, or discarded (None)."""
     try:
-        engine = GtpClient(argv, name=name, stderr=log)
+        engine = GtpClient(argv, name=name, stderr=stderr)
         engine.ask("name", timeout=600)  # start-up (tuning included) is not timed
     except GtpFailure as exc:
         raise ToolError(f"{name} ({' '.join(argv)}) did not start: {exc}") from None
@@ -145,33 +146,14 @@ def command(weights, game, moves, seconds, interval, rounds, warmup, ours, log_d
     if net is None and not (ours and reference):
         raise ToolError("no network: give -w FILE")
     flags = ["--gtp", "--noponder", "--cpu-only", "-w", str(net)]
-    commands = [(_label("leelaz", i, ours), split_command(cmd)) for i, cmd in enumerate(ours)]
-    commands = commands or [("leelaz", ours_command() + flags)]
-    if reference != ("none",):
-        binary = reference_binary()
-        if reference:
-            commands += [(_label("LZ 0.17", i, reference), split_command(cmd))
-                         for i, cmd in enumerate(reference)]
-        elif binary:
-            commands.append(("LZ 0.17", [binary, *flags]))
-        else:
-            say("no Leela Zero 0.17 installed here: measuring ours only")
+    commands = engine_commands(ours, reference, flags)
     game = os.path.abspath(game)
-    for name, argv in commands:
-        say(f"{name}: {' '.join(argv)}")
     say(f"{game} at moves {', '.join(map(str, positions))}; {seconds:g} s each; "
         f"{rounds} round(s); {load_line()}")
-    logs = {}
-    if log_dir:
-        try:
-            os.makedirs(log_dir, exist_ok=True)
-        except OSError as exc:
-            raise ToolError(f"--log-dir {log_dir}: {exc.strerror or exc}") from None
-        logs = {name: os.path.join(log_dir, re.sub(r"[^\w.-]+", "-", name) + ".log")
-                for name, _ in commands}
+    logs = log_files(log_dir, [name for name, _ in commands])
     best: dict[tuple[str, int], float] = {}
     for r in range(rounds):
-        engines = [(name, _start(name, argv, logs.get(name))) for name, argv in commands]
+        engines = [(name, start_engine(name, argv, logs.get(name))) for name, argv in commands]
         try:
             if warmup:
                 for _, engine in engines:
@@ -201,10 +183,6 @@ def _server_lines(path: str) -> list[str]:
             return [line.strip() for line in f if line.startswith(SERVER_LINE)]
     except OSError:
         return []
-
-
-def _label(name: str, i: int, given: tuple) -> str:
-    return f"{name} #{i + 1}" if len(given) > 1 else name
 
 
 def _table(names: list[str], positions: list[int], best: dict, ours: int = 1) -> str:

@@ -7,6 +7,7 @@ Owns: those helpers. Imports: stdlib, backends.random_weights, tools.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -119,3 +120,40 @@ def _numeric(text: str) -> bool:
 
 def say(text: str) -> None:
     click.echo(text)
+
+
+def engine_commands(ours: tuple, reference: tuple, flags: list[str]) -> list[tuple[str, list]]:
+    """(name, argv) for each engine of a bench that runs GTP engines side by side: each of
+    `ours` (else this Python's leelaz with `flags`), then each of `reference` (else the
+    installed Leela Zero 0.17 with `flags`, if any; ("none",): no reference). Several of a
+    kind are numbered: "leelaz #1", "leelaz #2"."""
+    def label(name, i, given):
+        return f"{name} #{i + 1}" if len(given) > 1 else name
+
+    commands = [(label("leelaz", i, ours), split_command(cmd)) for i, cmd in enumerate(ours)]
+    commands = commands or [("leelaz", ours_command() + flags)]
+    if reference != ("none",):
+        binary = reference_binary()
+        if reference:
+            commands += [(label("LZ 0.17", i, reference), split_command(cmd))
+                         for i, cmd in enumerate(reference)]
+        elif binary:
+            commands.append(("LZ 0.17", [binary, *flags]))
+        else:
+            say("no Leela Zero 0.17 installed here: measuring ours only")
+    for name, argv in commands:
+        say(f"{name}: {' '.join(argv)}")
+    return commands
+
+
+def log_files(log_dir: str, names) -> dict[str, str]:
+    """A stderr log file name in `log_dir` (made if missing) for each engine name; {} without
+    a folder. A folder that cannot be made is a ToolError naming it."""
+    if not log_dir:
+        return {}
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"--log-dir {log_dir}: {exc.strerror or exc}") from None
+    return {name: os.path.join(log_dir, re.sub(r"[^\w.-]+", "-", name) + ".log")
+            for name in names}

@@ -26,22 +26,13 @@ import click
 
 from leelaz.gtp.client import GtpClient, GtpFailure
 from leelaz.tools import ToolError
-from leelaz.tools.bench.analyze import DEFAULT_GAME, QUIT_SECONDS, shipped_network, warm_up
-from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_command,
-                                       reference_binary, say, split_command, table)
+from leelaz.tools.bench.analyze import (DEFAULT_GAME, QUIT_SECONDS, shipped_network,
+                                        start_engine, warm_up)
+from leelaz.tools.bench.common import (CONTEXT, engine_commands, load_line, log_files,
+                                       network_file, say, table)
 
 #: The statistics line both engines write to stderr at the end of a search.
 STATS = re.compile(r"(\d+) visits, (\d+) nodes, (\d+) playouts")
-
-
-def _start(name: str, argv: list[str]) -> GtpClient:
-    """The engine started with its stderr captured (start-up, tuning included, not timed)."""
-    try:
-        engine = GtpClient(argv, name=name, stderr="capture")
-        engine.ask("name", timeout=600)
-    except GtpFailure as exc:
-        raise ToolError(f"{name} ({' '.join(argv)}) did not start: {exc}") from None
-    return engine
 
 
 def genmoves(engine: GtpClient, game: str, move: int, clock: str, count: int,
@@ -105,33 +96,16 @@ def command(weights, game, moves, clock, count, warmup, ours, reference, log_dir
     if net is None and not (ours and reference):
         raise ToolError("no network: give -w FILE")
     flags = ["--gtp", "--noponder", "--cpu-only", "-b", "0", "-w", str(net)]
-    commands = [(f"leelaz #{i + 1}" if len(ours) > 1 else "leelaz", split_command(cmd))
-                for i, cmd in enumerate(ours)] or [("leelaz", ours_command() + flags)]
-    if reference != ("none",):
-        if reference:
-            commands += [(f"LZ 0.17 #{i + 1}" if len(reference) > 1 else "LZ 0.17",
-                          split_command(cmd)) for i, cmd in enumerate(reference)]
-        elif reference_binary():
-            commands.append(("LZ 0.17", [reference_binary(), *flags]))
-        else:
-            say("no Leela Zero 0.17 installed here: measuring ours only")
+    commands = engine_commands(ours, reference, flags)
     game = os.path.abspath(game)
-    for name, argv in commands:
-        say(f"{name}: {' '.join(argv)}")
     say(f"{game} from moves {', '.join(map(str, positions))}; time_settings {clock}; "
         f"{count} genmoves each; {load_line()}")
-    logs = {}
-    if log_dir:
-        try:
-            os.makedirs(log_dir, exist_ok=True)
-            logs = {name: open(os.path.join(log_dir, re.sub(r"[^\w.-]+", "-", name) + ".log"),
-                               "a") for name, _ in commands}
-        except OSError as exc:
-            raise ToolError(f"--log-dir {log_dir}: {exc.strerror or exc}") from None
+    logs = {name: open(path, "a")  # noqa: SIM115 (closed below)
+            for name, path in log_files(log_dir, [name for name, _ in commands]).items()}
     results: dict[str, list[dict]] = {name: [] for name, _ in commands}
     engines = []
     try:
-        engines = [(name, _start(name, argv)) for name, argv in commands]
+        engines = [(name, start_engine(name, argv, "capture")) for name, argv in commands]
         if warmup:
             for _, engine in engines:
                 warm_up(engine, warmup, 25)
