@@ -39,11 +39,12 @@ start and stop and the trips to the server cost the one tree playouts (docs/perf
 In analysis the engine's tree evaluates on the server once it is ready; on the clock the
 server stands idle, so the tree's own context has the device to itself.
 
-When the helpers stay idle (the engine's tree alone searches): on the clock (above); until they have loaded their
-networks (they start in the background, so the first GTP reply does not wait for them); with
-a visit or playout limit (`-v`, `-p`, lz-setoption), which counts one tree's visits; in the
-dynamic-komi modes; with lz-analyze's avoid/allow restrictions. A helper that fails or does
-not stop in time is dropped, and the engine goes on with the others.
+When the helpers stay idle (the engine's tree alone searches): on the clock (above); until
+they have loaded their networks (they start in the background, so the first GTP reply does
+not wait for them); with a visit or playout limit (`-v`, `-p`, lz-setoption), which counts
+one tree's visits; in the dynamic-komi modes; with lz-analyze's avoid/allow restrictions. A
+helper that fails or does not stop in time is dropped, and the engine goes on with the
+others.
 """
 
 from __future__ import annotations
