@@ -105,7 +105,8 @@ def command(weights, game, moves, clock, count, warmup, ours, reference, log_dir
     results: dict[str, list[dict]] = {name: [] for name, _ in commands}
     engines = []
     try:
-        engines = [(name, start_engine(name, argv, "capture")) for name, argv in commands]
+        for name, argv in commands:  # one at a time: a failed start closes those before
+            engines.append((name, start_engine(name, argv, "capture")))
         if warmup:
             for _, engine in engines:
                 warm_up(engine, warmup, 25)
