@@ -60,5 +60,7 @@ done
 for f in "$OUT"/eq/equaltime-*.txt; do
   echo "-- $f"; grep -E "moves, mean|Network server|distinct|^leelaz: [0-9]+/|log:" "$f"
 done
+# The tuning made here seeds the next call's (copy it to .gpu/opencl_tuning.json).
+cp $TUNED/opencl_tuning.json "$OUT/" 2>/dev/null
 # The device tool brings back few files: the SGF tars in one.
 (cd "$OUT/eq" && tar -czf "$OUT/sgfs.tar.gz" equaltime-*.tar.gz && rm -f equaltime-*.tar.gz)
