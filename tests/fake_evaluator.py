@@ -112,35 +112,3 @@ class AsyncHashEvaluator(HashEvaluator):
                 evaluator.outstanding -= 1
                 return evaluator.evaluate(states)
         return Pending()
-
-
-class ReadyAfterEvaluator(AsyncHashEvaluator):
-    """AsyncHashEvaluator whose batches say they are back (`ready()`) from the `polls`-th
-    time they are asked on, as a device that answers during the next collection. Records
-    the most leaves ever submitted and not yet taken back at the moment of a submit."""
-
-    def __init__(self, seed: int = 0, polls: int = 1):
-        super().__init__(seed)
-        self.polls = polls
-        self.waiting_leaves = 0
-        self.max_waiting_leaves = 0
-
-    def submit(self, states):
-        evaluator = self
-        states = list(states)
-        self.outstanding += 1
-        self.max_outstanding = max(self.max_outstanding, self.outstanding)
-        self.waiting_leaves += len(states)
-        self.max_waiting_leaves = max(self.max_waiting_leaves, self.waiting_leaves)
-        asked = [0]
-
-        class Pending:
-            def ready(self):
-                asked[0] += 1
-                return asked[0] >= evaluator.polls
-
-            def result(self):
-                evaluator.outstanding -= 1
-                evaluator.waiting_leaves -= len(states)
-                return evaluator.evaluate(states)
-        return Pending()

@@ -96,46 +96,6 @@ def test_one_forward_per_batch_and_cache_hits(weights):
     assert net.backend.calls == [5, 1, 5]
 
 
-def test_a_pending_batch_is_ready_when_its_backend_s_is_or_all_were_cache_hits(weights):
-    """PendingEvaluations.ready: True for all cache hits (no backend call), else the
-    backend's own ready(); False when the backend's pending cannot tell."""
-
-    class Later:  # a device's batch: back once `back` is set
-        back = False
-
-        def ready(self):
-            return self.back
-
-        def result(self):
-            return answer
-
-    class Silent:  # a pending without ready()
-        def result(self):
-            return answer
-
-    numpy = NumpyBackend(weights)
-    states = [game(MOVES[:k]) for k in (2, 3)]
-    answer = None
-    for make, says in ((Later, [False, True]), (Silent, [False, False])):
-        backend = CountingBackend(numpy)
-        later = make()
-
-        def submit(planes, later=later):
-            nonlocal answer
-            answer = numpy.forward(planes)
-            return later
-        backend.submit = submit
-        net = Network(weights, backend, seed=1)
-        pending = net.submit(states)
-        assert pending.ready() is says[0]
-        later.back = True
-        assert pending.ready() is says[1]
-        first = pending.result()
-        again = net.submit(states)  # both cached now
-        assert again.ready() and [e.winrate for e in again.result()] == \
-            [e.winrate for e in first]
-
-
 def test_cache_key_ignores_history_and_passes_change_it(weights):
     net = make_net(weights)
     a = game(["D4", "Q16", "C5"])

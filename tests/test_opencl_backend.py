@@ -131,26 +131,6 @@ def test_batch_results_do_not_depend_on_batch_company(backends):
     np.testing.assert_allclose(together, alone, rtol=0, atol=1e-5 * np.abs(alone).max())
 
 
-def test_a_submitted_batch_says_when_it_is_back_without_waiting(backends):
-    """`ready()` (what a move on the clock polls between descents) turns true once the
-    read-back has finished, and the answer is then the same as waiting for it."""
-    import time
-
-    be = backends["single"]
-    planes = random_planes(7, seed=8)
-    want = be.forward(planes)
-    pending = be.submit(planes)
-    deadline = time.monotonic() + 60
-    while not pending.ready():
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
-    assert pending.event.command_execution_status == cl.command_execution_status.COMPLETE
-    got = pending.result()
-    assert pending.ready()  # and stays so once taken
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
-
-
 def test_selfcheck_raises_on_disagreement(backends, weights, random_weights):
     from leelaz.backends.check_backend import SelfCheckError
 

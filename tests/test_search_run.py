@@ -8,7 +8,7 @@ interleaved with another game's, since every step is the same code."""
 
 from __future__ import annotations
 
-from fake_evaluator import AsyncHashEvaluator, HashEvaluator, ReadyAfterEvaluator
+from fake_evaluator import HashEvaluator
 from leelaz.game.coords import BLACK, WHITE, parse_gtp_vertex
 from leelaz.game.state import GameState
 from leelaz.search.params import SearchParams
@@ -190,53 +190,3 @@ def test_leaves_of_several_runs_expanded_together_give_apply_s_trees():
         assert (result.move, result.playouts) == (expected.move, expected.playouts)
         assert search.nodes == alone.nodes
         assert _children_signature(search) == _children_signature(alone)
-
-
-def _think_with(evaluator, state, color, **limits):
-    search = UCTSearch(evaluator, params(), rng=2)
-    result = search.think(state, color, time_limit_cs=10**6, use_clock=False, **limits)
-    assert all(node.virtual_loss == 0 for node in _nodes(search.root))
-    return result.move, result.playouts, signature(search)
-
-
-def test_a_batch_back_before_the_next_collection_is_backed_up_first_as_unpipelined():
-    """On the clock, a batch the device has answered by the next collection's first descent
-    is backed up before it: the tree of the unpipelined search (evaluate, back up, collect
-    again), whose batch never waits beside another."""
-    for moves, color in (("D4 Q16", BLACK), ("Q4 D16 C3 R17 E17", WHITE)):
-        state = position(moves)
-        ready = ReadyAfterEvaluator(seed=4, polls=1)
-        assert _think_with(ready, state, color) == thought(state, color)
-        assert ready.max_outstanding == 1
-        plain = AsyncHashEvaluator(seed=4)  # no ready(): backed up after the collection
-        assert _think_with(plain, state, color)[2] != thought(state, color)[2]
-        assert plain.max_outstanding == 2
-
-
-def test_a_batch_back_during_a_collection_is_backed_up_there():
-    """Answered after the next collection's second descent: backed up then, so that at most
-    one batch and two more leaves wait at once, every playout is counted once and no
-    virtual loss is left."""
-    state = position("Q4 D16 C3 R17")
-    ready = ReadyAfterEvaluator(seed=4, polls=3)
-    _, playouts, tree = _think_with(ready, state, BLACK)
-    assert ready.max_outstanding == 1 and ready.max_waiting_leaves <= BATCH
-    root_visits = tree[0][1]
-    assert root_visits >= VISITS and playouts == root_visits - 1
-    plain = AsyncHashEvaluator(seed=4)
-    _think_with(plain, state, BLACK)
-    assert plain.max_outstanding == 2  # what the same search waits for without ready()
-
-
-def test_pondering_keeps_the_batch_until_the_collection_ends():
-    """Analysis sizes its batches by the measured wait for the device; it keeps the old
-    pipelining (two batches waiting at once) whatever the device says."""
-    state = position("D4 Q16")
-    search = UCTSearch(ReadyAfterEvaluator(seed=4, polls=1), params(), rng=2)
-    calls = [0]
-
-    def stop():
-        calls[0] += 1
-        return calls[0] > 6
-    search.ponder(state, should_stop=stop)
-    assert search.evaluator.max_outstanding == 2

@@ -128,18 +128,9 @@ class BackendUnavailable(RuntimeError):
 
 
 class Pending(Protocol):
-    """A forward pass under way; `result()` waits for it (once). A device's pending batch
-    may also say, without waiting, whether `result()` would return at once (`ready()`);
-    `is_ready` asks any pending, with or without it."""
+    """A forward pass under way; `result()` waits for it (once)."""
 
     def result(self) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-def is_ready(pending) -> bool:
-    """Whether `pending.result()` would return without waiting: its own `ready()` when it
-    has one, else False (unknown: the caller waits when it needs the answer)."""
-    ready = getattr(pending, "ready", None)
-    return ready is not None and ready()
 
 
 class Done:
@@ -147,9 +138,6 @@ class Done:
 
     def __init__(self, answer: tuple[np.ndarray, np.ndarray]):
         self._answer = answer
-
-    def ready(self) -> bool:
-        return True
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         return self._answer

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import Backend, NetWeights, Pending, is_ready
+from leelaz.backends.base import Backend, NetWeights, Pending
 
 
 class SelfCheckError(RuntimeError):
@@ -95,9 +95,6 @@ class CheckBackend(Backend):
 class _Checked:
     def __init__(self, backend: CheckBackend, planes: np.ndarray, pending: Pending):
         self._backend, self._planes, self._pending = backend, planes, pending
-
-    def ready(self) -> bool:
-        return is_ready(self._pending)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         policy, value = self._pending.result()

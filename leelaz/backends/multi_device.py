@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import Backend, Pending, is_ready
+from leelaz.backends.base import Backend, Pending
 
 
 def split_sizes(batch: int, parts: int) -> list[int]:
@@ -86,9 +86,6 @@ class _Joined:
 
     def __init__(self, pending: list[Pending]):
         self.pending = pending
-
-    def ready(self) -> bool:
-        return all(is_ready(p) for p in self.pending)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         answers = [p.result() for p in self.pending]

@@ -60,9 +60,6 @@ from leelaz.backends.device_choice import pick_device
 from leelaz.backends.tuner import GemmParams, tune
 from leelaz.backends.winograd import transform_filter
 
-#: An event's status once its command has finished (errors are negative, below it).
-_COMPLETE = cl.command_execution_status.COMPLETE
-
 TILES = 25
 HEAD_OUTPUTS = 3
 RESULT_WIDTH = POLICY_OUTPUTS + 1  # per position: 362 logits, then the value before tanh
@@ -559,11 +556,6 @@ class _Pending:
         self.host = result
         self.event = event
         self.host_in = None
-
-    def ready(self) -> bool:
-        """The read-back has finished (or failed: `result` then raises), without waiting."""
-        event = self.event
-        return event is None or event.command_execution_status <= _COMPLETE
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         if self.event is not None:

@@ -403,10 +403,6 @@ class _Pending:
         self.event = event
         self.staging = staging
 
-    def ready(self) -> bool:
-        """The read-back has finished, without waiting."""
-        return self.event is None or self.event.query()
-
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         if self.event is not None:
             self.event.synchronize()

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from leelaz.backends import create_backend
-from leelaz.backends.base import Backend, NetWeights, is_ready
+from leelaz.backends.base import Backend, NetWeights
 from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
 from leelaz.memory import MAX_CACHE_ENTRIES
@@ -220,11 +220,6 @@ class PendingEvaluations:
         self._results = results
         self._todo = todo
         self._pending = pending
-
-    def ready(self) -> bool:
-        """Whether `result()` would return without waiting for the backend (every state a
-        cache hit, or the backend's batch is back)."""
-        return self._pending is None or is_ready(self._pending[2])
 
     def result(self) -> list[Evaluation]:
         if self._pending is not None:

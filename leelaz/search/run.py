@@ -17,8 +17,7 @@ is expanded and its value backed up along its path, taking the virtual loss off 
 Python's GIL this is what replaces Leela Zero's threads, and it is what lets a backend batch.
 
 Pipelining: with an `asynchronous` evaluator (a GPU) the batch is left on the device while the
-next one is collected, then backed up; the tree walk and the device's work overlap. On the
-clock the batch is backed up as soon as the device has answered, during that collection. The batch
+next one is collected, then backed up; the tree walk and the device's work overlap. The batch
 sizes follow leelaz/batching.py (the ramp that keeps a big batch from blinding a small
 search).
 
@@ -148,8 +147,6 @@ class SearchRun:
         self.leaf_seconds = search.leaf_seconds
         self.seen = frozenset()  # ko hashes of the root's game, for superko in descents
         self.in_flight: LeafBatch | None = None  # the batch on the device, pipelined
-        self._apply_when_ready = False  # back it up during a collection once it is ready
-        self.applied_early = 0  # leaves of it the last collection backed up so
         self.root_selector: RootSelector | None = None
         self.progress_shown = 0  # centiseconds of the last on_progress call
         # Set by `begin`: what stops the batches, whom they report to, the batch size, and
@@ -211,7 +208,6 @@ class SearchRun:
         p = self.params
         play = p.play_batch_size if not limits.pondering else 0
         self.batch_size = max(1, play or p.batch_size)
-        self._apply_when_ready = not limits.pondering  # see `collect`
         self._early_stop = timemanage.EarlyStop(self.params.effective_timemanage(), self.log)
         self._last_update = self._last_output = self._stalled = 0
         self.progress_shown = 0
@@ -277,13 +273,11 @@ class SearchRun:
     def _step_pipelined(self, limit: int) -> int:
         """As _step, but the batch is left running on the device while the previous one is
         backed up; the next call collects its leaves during the device's work. The tree sees
-        two batches of virtual loss at a time, as Leela Zero's threads beyond one batch do,
-        until the device answers (on the clock, `collect` backs the batch up then)."""
+        two batches of virtual loss at a time, as Leela Zero's threads beyond one batch do."""
         batch = self.collect(limit) if limit > 0 else LeafBatch([], 0, 0.0)
         if batch.leaves:
             self.submit(batch)
-        return (batch.done + len(batch.leaves) + self.applied_early
-                + self._drain(batch if batch.leaves else None))
+        return batch.done + len(batch.leaves) + self._drain(batch if batch.leaves else None)
 
     def drain(self) -> int:
         """Back up the batch in flight, if any (before something between batches changes
@@ -300,30 +294,15 @@ class SearchRun:
 
     # ------------------------------------------------------------------ one batch
     def collect(self, limit: int) -> LeafBatch:
-        """Descend up to `limit` times; terminal values are backed up at once.
-
-        On the clock, a pipelined run's batch in flight is backed up as soon as the device
-        has answered it (`ready()`, polled before each descent; `applied_early` counts its
-        leaves), rather than after this collection: its leaves stop holding virtual loss
-        when they need not. Where the tree walk is slower than the device, that halves the
-        leaves waiting at once for the same batches (Leela Zero's threads each back up as
-        soon as their evaluation is back). A batch answered before the first descent gives
-        exactly the unpipelined search's tree (tests/test_search_run.py)."""
+        """Descend up to `limit` times; terminal values are backed up at once."""
         vl = self.params.virtual_loss
         ratio = self.min_psa_ratio()
         leaves = []
         deeper: set[int] = set()  # ids of nodes already queued for a deeper expansion
         kept: dict[int, ChildScores] = {}  # big inner nodes' scores, for this collection
         self.root_selector.forget_scores()  # the last batch's backups changed the children
-        waiting = self.in_flight if self._apply_when_ready else None
-        self.applied_early = 0
         attempts = done = 0
         while len(leaves) < limit and attempts < 2 * limit:
-            if waiting is not None and waiting.pending.ready():  # back up the batch in flight
-                waiting = None
-                self.applied_early = self._drain()
-                kept.clear()  # its backups changed the children: score afresh
-                self.root_selector.forget_scores()
             attempts += 1
             kind, path, payload = self._descend(ratio, deeper, kept)
             if kind == _LEAF or kind == _REEXPAND:
@@ -622,12 +601,6 @@ class _Timed:
     def __init__(self, pending, submit_seconds: float):
         self._pending = pending
         self.seconds = submit_seconds
-
-    def ready(self) -> bool:
-        """Whether `result()` would not wait; False when the evaluator cannot tell (the
-        Evaluator protocol's `ready` is optional)."""
-        ready = getattr(self._pending, "ready", None)
-        return ready is not None and ready()
 
     def result(self):
         began = time.monotonic()

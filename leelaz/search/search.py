@@ -49,9 +49,7 @@ class Evaluation(Protocol):
 
 
 class PendingEvaluations(Protocol):
-    """A batch under way; `result()` waits for it (once). It may also have `ready()`:
-    whether `result()` would return at once (a device's batch is back); a move on the
-    clock then backs the batch up as soon as it is (search/run.py)."""
+    """A batch under way; `result()` waits for it (once)."""
 
     def result(self) -> list[Evaluation]: ...
 
