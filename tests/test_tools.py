@@ -338,7 +338,14 @@ def test_bench_engine_and_search_run(lz_binary, random_weights):
     assert _figures(done.stdout, "leelaz")[0] >= 60 and _figures(done.stdout, "LZ")[1] >= 60
     done = leelaz("bench", "search", "-v", "100", "--batch", "1,8", "--runs", "1")
     assert done.returncode == 0, done.stderr
-    assert _figures(done.stdout, "instant")[1] >= 99  # playouts of the last batch size
+    rows = re.findall(r"^instant\s+benchmark\s+(\d+)\s+(\d+)\s", done.stdout, re.M)
+    assert [int(b) for b, _ in rows] == [1, 8] and min(int(n) for _, n in rows) >= 99
+    done = leelaz("bench", "search", "-v", "100", "--batch", "8", "--runs", "1", "--at", "40,120")
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^instant\s+move (\d+)\s+8\s+(\d+)\s", done.stdout, re.M)
+    assert [int(m) for m, _ in rows] == [40, 120] and min(int(n) for _, n in rows) >= 99
+    done = leelaz("bench", "search", "--at", "0")
+    assert done.returncode == 2 and "positive integers" in done.stderr
     done = leelaz("bench", "net", "-w", "x8")
     assert done.returncode == 1 and "BLOCKSxFILTERS" in done.stderr
 

@@ -17,6 +17,7 @@ Examples:
   leelaz bench board --seconds 3
   leelaz bench net -w 6x128 -w 10x128 --batches 1,8,32
   leelaz bench search --batch 1,32 --runs 5        (the search's own cost, instant network)
+  leelaz bench search --at 40,120,200 --batch 16   (the same at a 9-dan game's positions)
   leelaz bench engine -w 6x128 -v 3200 -t 2 --runs 3
   leelaz bench analyze --seconds 4                 (lz-analyze on a 9-dan game, both engines)
   leelaz bench genmove --genmoves 6             (playouts a move at 0.5 s a move, both)

@@ -3,7 +3,9 @@
 Owns: the in-process search benchmark. Imports: game/, nn/, search/, backends/, tools.bench.common.
 
 `--benchmark`'s position and settings (b R16, w D4, b C3; White to move; no clock) searched for
---visits visits at each --batch size. Without -w the network is instant: it answers at once,
+--visits visits at each --batch size; with --at, the positions of the 9-dan game of `bench
+analyze` at those moves instead (what a move in a real game costs: deeper trees, fuller
+boards). Without -w the network is instant: it answers at once,
 asynchronously as the OpenCL backend does, with seeded random logits peaked like a trained
 network's policy and random values, so the tree has a trained network's shape rather than a
 random net's degenerate chains, and the figure is the search's own cost per playout (on a fast
@@ -90,8 +92,17 @@ def make_network(weights: str | None, backend: str):
     return Network.from_file(weights, backend=backend, seed=1)
 
 
-def one_search(network, visits: int, batch: int, profiler=None) -> dict:
-    """One search of the benchmark position: playouts, seconds, network seconds."""
+def game_position(move: int):
+    """The 9-dan game of `bench analyze` as `loadsgf GAME move` leaves it."""
+    from leelaz.game.sgf_replay import state_from_sgf
+    from leelaz.tools.bench.analyze import DEFAULT_GAME
+
+    return state_from_sgf(DEFAULT_GAME, move)
+
+
+def one_search(network, visits: int, batch: int, profiler=None, at: int | None = None) -> dict:
+    """One search of the benchmark position (or the game's at move `at`): playouts,
+    seconds, network seconds."""
     from leelaz.game.coords import WHITE
     from leelaz.nn.cache import NNCache
     from leelaz.search.params import SearchParams
@@ -101,11 +112,11 @@ def one_search(network, visits: int, batch: int, profiler=None) -> dict:
     timed = _TimedNetwork(network)
     params = SearchParams(max_visits=visits, batch_size=batch, quiet=True, timemanage="off")
     search = UCTSearch(timed, params, rng=1)
-    state = benchmark_position()
+    state = benchmark_position() if at is None else game_position(at)
     began, cpu = time.perf_counter(), time.process_time()
     if profiler is not None:
         profiler.enable()
-    search.think(state, WHITE, use_clock=False)
+    search.think(state, WHITE if at is None else state.to_move, use_clock=False)
     if profiler is not None:
         profiler.disable()
     return {"playouts": max(1, search.playouts), "seconds": time.perf_counter() - began,
@@ -122,29 +133,34 @@ def one_search(network, visits: int, batch: int, profiler=None) -> dict:
               help="Leaves per network call, e.g. 1,8,32.")
 @click.option("--runs", type=click.IntRange(1, None), default=3, show_default=True,
               help="Searches per batch size; the fastest counts.")
+@click.option("--at", "moves", type=IntList(), default=None,
+              help="Search the 9-dan game's positions at these moves, e.g. 40,120,200, "
+                   "instead of --benchmark's.")
 @click.option("--profile", is_flag=True, help="cProfile's top functions for one more search.")
-def command(weights, backend, visits, batches, runs, profile) -> None:
+def command(weights, backend, visits, batches, runs, moves, profile) -> None:
     """The search's playouts per second and its cost outside the network, in this process."""
     path = network_file(weights) if weights else None
     network = make_network(path, backend)
     name = path or "instant"
     rows = []
-    for batch in batches:
-        best = min((one_search(network, visits, batch) for _ in range(runs)),
-                   key=lambda r: r["seconds"])
-        n, s = best["playouts"], best["seconds"]
-        outside = s - best["net"]
-        rows.append([name, batch, n, n / s, n / max(best["cpu"], 1e-9),
-                     f"{outside / n * 1e6:.1f}", f"{best['net'] / n * 1e6:.1f}"])
-        say(f"{name} batch {batch}: {n} playouts in {s:.3f} s = {n / s:,.0f}/s; "
-            f"{outside / n * 1e6:.1f} us a playout outside the network, "
-            f"{best['net'] / n * 1e6:.1f} us in it ({best['calls']} calls)")
+    for at in moves or (None,):
+        where = "benchmark" if at is None else f"move {at}"
+        for batch in batches:
+            best = min((one_search(network, visits, batch, at=at) for _ in range(runs)),
+                       key=lambda r: r["seconds"])
+            n, s = best["playouts"], best["seconds"]
+            outside = s - best["net"]
+            rows.append([name, where, batch, n, n / s, n / max(best["cpu"], 1e-9),
+                         f"{outside / n * 1e6:.1f}", f"{best['net'] / n * 1e6:.1f}"])
+            say(f"{name} {where} batch {batch}: {n} playouts in {s:.3f} s = {n / s:,.0f}/s; "
+                f"{outside / n * 1e6:.1f} us a playout outside the network, "
+                f"{best['net'] / n * 1e6:.1f} us in it ({best['calls']} calls)")
     say(load_line())
-    say(table(["network", "batch", "playouts", "playouts/s", "per CPU-s",
+    say(table(["network", "position", "batch", "playouts", "playouts/s", "per CPU-s",
                "us/playout outside net", "us/playout in net"], rows))
     if profile:
         profiler = cProfile.Profile()
-        one_search(network, visits, batches[0], profiler)
+        one_search(network, visits, batches[0], profiler, at=moves[0] if moves else None)
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
         say(text.getvalue())
