@@ -7,7 +7,9 @@
 #   CONFIGS=";-t 16" PER=4 CORES=4 BASE=0 bash dev/equaltime_gpus.sh
 #
 # Carry .whl/, .lzpack/ and .gnugo/ (see strength_gpu.sh). CONFIGS: ';'-separated EXTRA1
-# argument sets for ours ("" = the default), handed to the matches round robin; BASE: the
+# argument sets for ours ("" = the default), handed to the matches round robin; a set that
+# starts with @DIR runs the leelaz of folder DIR (strength_gpu.sh's CODE: a git worktree of
+# another commit, carried too), e.g. CONFIGS=";@.old" for this commit against that; BASE: the
 # first game number of this call (settings are BASE + 1000 * index apart, so that calls and
 # settings never share a game number); OUT (/tmp/equaltime-out). Our OpenCL tuning is made
 # once per setting before the matches start (.gpu/opencl_tuning.json, if there, seeds it);
@@ -26,9 +28,12 @@ export OCL_ICD_VENDORS=/tmp/icd
 TUNED=/tmp/strengthhome/.local/share/leelaz
 mkdir -p $TUNED /tmp/strengthhome/.local/share/leela-zero
 [ -f $TUNED/opencl_tuning.json ] || cp .gpu/opencl_tuning.json $TUNED/ 2>/dev/null
+code_of() { case "$1" in @*) c=${1%% *}; echo "${c#@}" ;; esac; }
+args_of() { case "$1" in @*) [ "${1#* }" = "$1" ] || echo "${1#* }" ;; *) echo "$1" ;; esac; }
 for c in "${CF[@]}"; do
-  HOME=/tmp/strengthhome PYTHONPATH=/tmp/site:$PWD timeout 150 python3 -m leelaz --tune-only \
-    -w weights/leelaz-6x128.txt.gz -m 10 -b 0 $c > "$OUT/eq/tune.log" 2>&1
+  HOME=/tmp/strengthhome PYTHONSAFEPATH=1 PYTHONPATH=/tmp/site:$PWD/$(code_of "$c"):$PWD \
+    timeout 150 python3 -m leelaz --tune-only -w weights/leelaz-6x128.txt.gz -m 10 -b 0 \
+    $(args_of "$c") > "$OUT/eq/tune.log" 2>&1
   echo "tune '$c': rc $?, $(( $(date +%s) - T0 )) s"
 done
 nvidia-smi -L
@@ -40,7 +45,8 @@ for g in $(seq 0 $((N - 1))); do
     c=$((i % ${#CF[@]})); lo=$((g * 16 + m * CORES)); hi=$((lo + CORES - 1))
     first=$((BASE + c * 1000 + i * 10))
     taskset -c $lo-$hi env CUDA_VISIBLE_DEVICES=$g JOBS=1 GAMES=10 FIRST=$first LIMIT=$LIMIT \
-      HARD=$HARD EXTRA1="${CF[$c]}" OUT="$OUT/eq" bash dev/strength_gpu.sh equaltime \
+      HARD=$HARD CODE="$(code_of "${CF[$c]}")" EXTRA1="$(args_of "${CF[$c]}")" OUT="$OUT/eq" \
+      bash dev/strength_gpu.sh equaltime \
       > "$OUT/eq/run-$first.out" 2>&1 &
     i=$((i + 1)); sleep 1
   done

@@ -25,6 +25,7 @@
 # Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (dev/pack_reference_gpu.sh) and .gnugo/
 # (dev/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
 # HARD (560), VISITS (200/200/400/800/800), STONES (5), DYN (0), EXTRA1 / EXTRA2 (more args for ours / the reference),
+# CODE (a folder with another checkout of leelaz, e.g. `git worktree add .old REV`, for ours),
 # OPENING (args for both LZ engines, default "-m 10 --precision single"; ours only "-m 10"
 # against GNU Go), OUT (/tmp/strength-out),
 # SPRT=1 (stop when SPRT(0,35) decides; off by default so that every run plays its games:
@@ -110,7 +111,11 @@ case "$MODE" in
   *) KOMI=7.5; GAME_ARGS=""; REFEREE=${REFEREE:-} ;;
 esac
 OURS_ARGS="$CPU $OURS_ARGS $EXTRA1"
-ENGINE1="python3 -m leelaz -g -w $NET --noponder $([ "$VISITS" = 0 ] || echo -v $VISITS) $OURS_ARGS"
+# CODE: engine1 runs the leelaz of that folder (a git worktree of another commit, carried
+# along) instead of this checkout's: two commits compared in the same run.
+OURS="python3 -m leelaz"
+[ -n "${CODE:-}" ] && OURS="env PYTHONSAFEPATH=1 PYTHONPATH=$PWD/$CODE${PYTHONPATH:+:$PYTHONPATH} $OURS"
+ENGINE1="$OURS -g -w $NET --noponder $([ "$VISITS" = 0 ] || echo -v $VISITS) $OURS_ARGS"
 
 {
   echo "== $TAG: games $((FIRST + 1))..$((FIRST + GAMES)), jobs $JOBS, limit ${LIMIT}s, hard ${HARD}s"
@@ -119,7 +124,7 @@ ENGINE1="python3 -m leelaz -g -w $NET --noponder $([ "$VISITS" = 0 ] || echo -v 
 } | tee "$REPORT"
 if [ "$LOCAL" != 1 ]; then
   # Fill our OpenCL tuner cache once, so that parallel engines start without tuning.
-  python3 -m leelaz --tune-only -w "$NET" $OURS_ARGS > "$W/logs/tune.log" 2>&1
+  $OURS --tune-only -w "$NET" $OURS_ARGS > "$W/logs/tune.log" 2>&1
   echo "tune-only: rc $?, $SECONDS s" | tee -a "$REPORT"
 fi
 
