@@ -660,3 +660,42 @@ def test_kept_positions_stay_within_their_limit(monkeypatch):
     *_, search = _search_twice(25, monkeypatch)
     assert 0 < sum(n.board is not None for n in walk(search.root)) <= 25
     assert_no_pending_virtual_loss(search)
+
+
+def _tree_stats_by_definition(root) -> list[str]:
+    """The tree statistics lines from their definition, recursively: every child slot of
+    every node reached through visited children is a node at its depth; a node with more
+    than one visit is a non-leaf, and its visited children are its children."""
+    slots = []  # the depth of every node and child slot counted
+
+    def visit(node, depth):
+        slots.append(depth)
+        children = node.children_moves()
+        visited = [c for c in node.children if c.visits > 0]
+        slots.extend([depth + 1] * (len(children) - len(visited)))
+        counts = [(node.visits > 1, len(visited))]
+        for c in visited:
+            counts += visit(c, depth + 1)
+        return counts
+    counts = visit(root, 0)
+    non_leaf = sum(n for n, _ in counts)
+    children = sum(k for _, k in counts)
+    lines = [f"{sum(slots) / len(slots):.1f} average depth, {max(slots)} max depth\n"]
+    if non_leaf:
+        lines.append(f"{non_leaf} non leaf nodes, {children / non_leaf:.2f} average children\n")
+    return lines
+
+
+@pytest.mark.parametrize("moves", ["", "Q16 D4 C16", "Q16 D4 C16 E17 R4 Q3 C14 F3"])
+def test_tree_statistics_follow_their_definition(moves):
+    from leelaz.game.coords import parse_gtp_vertex
+    from leelaz.search import stats
+
+    state = GameState()
+    for move in moves.split():
+        state.play(state.to_move, parse_gtp_vertex(move))
+    search, _ = make_search(HashEvaluator(seed=3), max_visits=400, batch_size=8)
+    search.think(state, state.to_move, use_clock=False)
+    lines = stats.tree_stats_lines(search.root)
+    assert lines == _tree_stats_by_definition(search.root)
+    assert int(lines[1].split()[0]) > 10  # a real tree: many nodes searched more than once

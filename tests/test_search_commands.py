@@ -263,6 +263,65 @@ def test_genmove_ponders_after_the_reply_until_input():
     assert seen == [True]
 
 
+class _Marker:
+    """Hung on a node the reuse will drop: alive exactly as long as that node."""
+
+
+@pytest.mark.parametrize("command", ["genmove b", "kgs-genmove_cleanup b",
+                                     "lz-genmove_analyze b 0"])
+def test_what_the_tree_reuse_leaves_is_freed_after_the_reply_not_before(command):
+    """The branches the reuse drops (the root children not played) stay alive while the
+    next move is searched and chosen, and are freed once its reply is out."""
+    import weakref
+
+    s = session(visits=60)
+    played = parse_gtp_vertex(played_move(s.reply("genmove b")))
+    search = s.engine.search
+    siblings = [c for c in search.root.children if c.visits and c.move != played]
+    assert siblings
+    markers = []
+    for c in siblings:  # never searched again: their `board` slot is free to carry a marker
+        c.board = _Marker()
+        markers.append(weakref.ref(c.board))
+    del siblings, c
+    s.reply("play w D4" if played != vertex(3, 3) else "play w Q16")
+    alive_at_choice = []
+    orig = search.think
+
+    def think(*args, **kw):
+        result = orig(*args, **kw)
+        alive_at_choice.append(sum(ref() is not None for ref in markers))
+        return result
+    search.think = think
+    assert s.reply(command).startswith("=")
+    assert alive_at_choice == [len(markers)]  # the search did not pay for freeing them
+    assert all(ref() is None for ref in markers)  # freed after the reply
+
+
+def test_a_search_frees_what_its_reuse_left_when_the_next_one_starts():
+    """Without the GTP loop (a driver calling think move after move) one call's leftovers
+    are freed as the next starts, so at most one old tree is ever kept."""
+    import weakref
+
+    from leelaz.game.state import GameState
+
+    search = session(visits=40).engine.search
+    state = GameState()
+    markers = []
+    for _ in range(3):
+        result = search.think(state, state.to_move, use_clock=False)
+        for child in search.root.children:
+            if child.visits and child.move != result.move:
+                child.board = _Marker()
+                markers.append(weakref.ref(child.board))
+        state.play(state.to_move, result.move)
+    search.think(state, state.to_move, use_clock=False)
+    alive = [ref() is not None for ref in markers]
+    assert any(alive) and not all(alive)  # the last call's leftovers only
+    search.release_discarded()
+    assert not any(ref() is not None for ref in markers)
+
+
 def test_place_free_handicap_uses_the_search():
     s = session(visits=20)
     reply = s.reply("place_free_handicap 10")

@@ -146,6 +146,7 @@ class SearchCommands:
         if color is None:
             raise GtpError("syntax error")
         move = self._genmove(color)
+        self.engine.after_reply(self.search.release_discarded)  # off the clock
         if self._may_ponder():
             self.engine.after_reply(self.ponder)
         return gtp_vertex(move)
@@ -159,6 +160,7 @@ class SearchCommands:
             raise GtpError("syntax error") from None
         self.session.state.set_passes(0)
         move = self._genmove(color, nopass=True)
+        self.engine.after_reply(self.search.release_discarded)
         if self._may_ponder():
             self.engine.after_reply(self.ponder)
         return gtp_vertex(move)
@@ -180,6 +182,7 @@ class SearchCommands:
         stream = self.engine.stream_reply(cmd)
         move = self._genmove(tags.who, tags=tags, stream=stream)
         stream.write(f"play {gtp_vertex(move)}\n")
+        self.engine.after_reply(self.search.release_discarded)
         if self._may_ponder():
             self.ponder(tags, stream)
         stream.close()

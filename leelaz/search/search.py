@@ -150,13 +150,25 @@ class UCTSearch:
         #: search/dynkomi_search.DynamicKomi in the dynamic-komi modes (gtp/dynkomi_commands
         #: sets it), else None: the search is Leela Zero 0.17's.
         self.dynamic_komi = None
+        #: The last tree the reuse left behind, alive until `release_discarded`.
+        self._discarded: UCTNode | None = None
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
         """Forget the tree (clear_board, loadsgf, boardsize)."""
         self.root = None
+        self._discarded = None
         self._last_state = None
         self.nodes = 0
+
+    def release_discarded(self) -> None:
+        """Free what the tree reuse of the last call left behind (the branches not played).
+
+        Why not at once: freeing a tree of some ten thousand nodes takes Python 10-30 ms,
+        which on the clock is 2-6% of a 0.5 s move (docs/performance.md). The GTP loop calls
+        this after a genmove's reply, when nobody waits; pondering and analysis call it as
+        they start; otherwise the next call's reuse frees it."""
+        self._discarded = None
 
     def tree_bytes(self) -> int:
         """Tree size in LZ's accounting (leelaz/memory.py)."""
@@ -220,6 +232,7 @@ class UCTSearch:
         disable_reuse = bool(restrictions is not None and restrictions.has_move_restrictions)
         try:
             run = self.start(state, color, restrictions, started)
+            self.release_discarded()  # nobody waits on a ponder's start
             run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,
                             p.max_playouts if max_playouts is None else max_playouts,
@@ -306,7 +319,10 @@ class UCTSearch:
     def _update_root(self, root_state) -> None:
         """Reuse the subtree of the new position if possible, else start a fresh tree."""
         self.playouts = 0
-        self.root = advance(self._last_state, self.root, root_state) or UCTNode()
+        self._discarded = None  # an earlier call's leftovers, if nobody released them
+        old, self.root = self.root, advance(self._last_state, self.root, root_state) or UCTNode()
+        if old is not self.root:
+            self._discarded = old  # see release_discarded
         self._last_state = None
         self.nodes = stats.count_nodes(self.root)
         self.boards_left = MAX_KEPT_BOARDS - kept_boards(self.root)

@@ -1,0 +1,67 @@
+"""A measurement, not part of leelaz: the time a move on the clock spends outside its
+batches, before the first (the tree reuse, the root) and after the last (statistics, the
+move choice), at the tree sizes a GPU reaches at 0.5 s a move.
+
+The search runs in this process with the instant network of `leelaz bench search`, from
+move 120 of the 9-dan game (`bench search --at`), MOVES moves in a row at BUDGET
+centiseconds each, the tree reused from move to move; after each move it frees what the
+reuse left behind, as the GTP loop does after a genmove's reply. Statistics are written
+(to nowhere), as in a game.
+
+    PYTHONPATH=$PWD python3 dev/move_overhead_probe.py [BUDGET_CS] [MOVES]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from leelaz.nn.cache import NNCache
+from leelaz.search import run as run_module
+from leelaz.search.params import SearchParams
+from leelaz.search.search import UCTSearch
+from leelaz.tools.bench.search import game_position, make_network
+
+MARKS: dict[str, float] = {}
+
+
+def _timed_run(original):
+    def run(self, limits, progress):
+        MARKS["first batch"] = time.perf_counter()
+        try:
+            return original(self, limits, progress)
+        finally:
+            MARKS["last batch"] = time.perf_counter()
+    return run
+
+
+def main() -> None:
+    budget = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    moves = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+    run_module.SearchRun.run = _timed_run(run_module.SearchRun.run)
+    network = make_network(None, "numpy")
+    network.cache = NNCache(200_000)
+    search = UCTSearch(network, SearchParams(batch_size=16, timemanage="off"), rng=1,
+                       log=lambda text: None)
+    state = game_position(120)
+    before, after = [], []
+    for i in range(moves):
+        began = time.perf_counter()
+        result = search.think(state, state.to_move, time_limit_cs=budget, use_clock=False)
+        ended = time.perf_counter()
+        before.append(MARKS["first batch"] - began)
+        after.append(ended - MARKS["last batch"])
+        print(f"move {120 + i}: {1e3 * (ended - began):.1f} ms, {search.playouts} playouts, "
+              f"root {search.root.visits} visits; before the first batch "
+              f"{1e3 * before[-1]:.1f} ms, after the last {1e3 * after[-1]:.1f} ms")
+        state.play(state.to_move, result.move)
+        if hasattr(search, "release_discarded"):  # the GTP loop's, after the reply
+            search.release_discarded()
+    later = before[1:]  # the first move has no tree to reuse
+    print(f"mean before the first batch (moves with a reused tree) "
+          f"{1e3 * sum(later) / len(later):.1f} ms, after the last "
+          f"{1e3 * sum(after) / len(after):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
