@@ -6,8 +6,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from leelaz.game.coords import BLACK, NUM_INTERSECTIONS, PASS, WHITE
+from leelaz.search import expansion
 from leelaz.game.state import GameState
 from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
 from leelaz.search.node import UCTNode
@@ -60,10 +62,34 @@ def one_at_a_time(state, ev, dumbpass: bool) -> tuple[UCTNode, int]:
     return node, node.create_children(candidates, ev.policy, allow, black)
 
 
-def test_a_batch_gets_exactly_the_children_create_children_gives():
+@pytest.fixture(params=["numpy", "compiled"])
+def batch_path(request, monkeypatch):
+    """expand_batch through NumPy, or through the compiled kernels (loaded here and now)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+        monkeypatch.delenv(expansion.COMPILED_VARIABLE, raising=False)
+        monkeypatch.setattr(expansion, "_kernels", None)
+        expansion._load_kernels()
+        assert expansion._kernels is not None
+    else:
+        monkeypatch.setattr(expansion, "_kernels", None)
+    monkeypatch.setattr(expansion, "_loading", object())  # no background load meanwhile
+    return request.param
+
+
+def test_the_kernels_stay_unloaded_when_told(monkeypatch):
+    """LEELAZ_COMPILED=0 keeps the NumPy expansion (to compare the two)."""
+    monkeypatch.setenv(expansion.COMPILED_VARIABLE, "0")
+    monkeypatch.setattr(expansion, "_kernels", None)
+    expansion._load_kernels()
+    assert expansion._kernels is None
+
+
+def test_a_batch_gets_exactly_the_children_create_children_gives(batch_path):
     """Moves, priors (bit for bit), order, value and node count of every leaf, over positions
     from the opening to the end of random games, with smooth, tied and all-zero policies and
-    winrates on both sides of the pass threshold."""
+    winrates on both sides of the pass threshold; through NumPy and through the compiled
+    kernels alike (the reference, `children_of`, is NumPy's one leaf at a time)."""
     rng = np.random.default_rng(11)
     positions = random_positions(3, 2, 420)
     kinds = ("smooth", "coarse", "zero")
@@ -86,7 +112,7 @@ def test_a_batch_gets_exactly_the_children_create_children_gives():
             assert made == expected_made
 
 
-def test_priors_are_renormalised_and_ties_put_the_higher_vertex_first():
+def test_priors_are_renormalised_and_ties_put_the_higher_vertex_first(batch_path):
     """Computed by hand: three legal points with priors 2:1:1 and pass with 0 (allowed, few
     moves). The tie between the two 1s goes to the higher vertex; pass comes last."""
     state = GameState()

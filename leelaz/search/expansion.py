@@ -2,8 +2,9 @@
 
 Owns: `legal_points` (one position's legal moves, as the search needs them), `children_of`
 (one leaf's children: its priors renormalised and sorted, what `UCTNode.create_children`
-keeps) and `expand_batch` (the children of every leaf of an evaluated batch at once).
-Imports: numpy, game.coords.
+keeps), `expand_batch` (the children of every leaf of an evaluated batch at once) and
+`compiled_kernels` (its compiled loops, search/expansion_kernels.py, loaded in the background
+where numba is installed). Imports: numpy, game.coords.
 
 Why a batch: expanding one leaf is a dozen small numpy calls (legal points, gather the policy,
 renormalise, sort), each costing more in call overhead than in arithmetic. Done for the 32
@@ -16,6 +17,8 @@ memory-pressure and move-restriction cases still go one leaf at a time.
 
 from __future__ import annotations
 
+import os
+import threading
 from array import array
 
 import numpy as np
@@ -116,38 +119,37 @@ def children_of(candidates, policy, allow_pass: bool) -> tuple[np.ndarray, np.nd
 
 def expand_batch(nodes, states, evals, dumbpass: bool) -> tuple[list[float], int]:
     """Give every leaf `nodes[i]` (position `states[i]`, evaluation `evals[i]`) its children,
-    exactly as `children_of` (and `UCTNode.create_children` with no memory pressure) would. Returns each leaf's value
-    from Black's side and the number of children made.
+    exactly as `children_of` (and `UCTNode.create_children` with no memory pressure) would.
+    Returns each leaf's value from Black's side and the number of children made.
 
     Hot path: one pass over the whole batch. The priors are renormalised with a running
     float32 sum in vertex order, pass last (Leela Zero's loop), and sorted by (prior,
     vertex) descending through one integer key: a non-negative float's bits order as it does.
-    """
+    The legal points and the keys come from the compiled kernels once they are loaded
+    (`compiled_kernels`), else from NumPy; the two give the same children."""
     n = len(nodes)
     colors = [st.to_move for st in states]
     winrates = [float(ev.winrate) for ev in evals]
-    legal = _legal_inner([st.board for st in states], colors)
-    mask = np.empty((n, _POINTS + 1), dtype=bool)
-    mask[:, :_POINTS] = legal[:, _INNER_OF_SLOT]
-    counts = mask[:, :_POINTS].sum(axis=1).tolist()
+    boards = [st.board for st in states]
+    kernels = compiled_kernels()
+    if kernels is not None:
+        mask, counts = _legal_slots_compiled(kernels, boards, colors)
+    else:
+        legal = _legal_inner(boards, colors)
+        mask = np.empty((n, _POINTS + 1), dtype=bool)
+        mask[:, :_POINTS] = legal[:, _INNER_OF_SLOT]
+        counts = mask[:, :_POINTS].sum(axis=1)
+    counts = counts.tolist()
     for i, count in enumerate(counts):
         allow = pass_allowed(states[i], count, winrates[i], dumbpass)
         mask[i, _POINTS] = allow
         counts[i] = count + allow
     policies = np.concatenate([ev.policy for ev in evals]).reshape(n, _POINTS + 1)
-    priors = np.where(mask, policies, np.float32(0.0))
-    totals = np.cumsum(priors, axis=1, dtype=np.float32)[:, -1]
-    uniform = totals <= FLT_MIN
-    if uniform.any():
-        for i in np.flatnonzero(uniform).tolist():
-            if counts[i]:
-                priors[i] = np.where(mask[i], np.float32(1.0 / counts[i]), np.float32(0.0))
-        totals[uniform] = 1.0
-    priors /= totals[:, None]
-    # The key holds the prior's bits (plus one, so that an illegal entry, 0, sorts below a
-    # legal prior of 0) and the slot's tie rank: sorting the keys themselves (much faster
-    # than an argsort) gives the order and, decoded, the moves and priors.
-    keys = ((priors.view(np.int32).astype(np.int64) + mask) << _RANK_BITS) | _TIE_RANK
+    if kernels is not None:
+        keys = kernels.child_keys(mask, policies, np.array(counts, dtype=np.int64), _TIE_RANK,
+                                  _RANK_BITS, FLT_MIN)
+    else:
+        keys = _child_keys(mask, policies, counts)
     keys.sort(axis=1)
     keys = keys[:, ::-1]  # descending: the legal entries first
     move_bytes = _VERTEX_OF_RANK[keys & _RANK_MASK].tobytes()
@@ -163,3 +165,79 @@ def expand_batch(nodes, states, evals, dumbpass: bool) -> tuple[list[float], int
                             array("f", prior_bytes[start_p:start_p + 4 * counts[i]]), black)
         values.append(black)
     return values, sum(counts)
+
+
+def _child_keys(mask, policies, counts) -> np.ndarray:
+    """int64 [n, slots]: the sort keys of expand_batch, in NumPy (the reference of
+    expansion_kernels.child_keys). The key holds the prior's bits (plus one, so that an
+    illegal entry, 0, sorts below a legal prior of 0) and the slot's tie rank: sorting the
+    keys themselves (much faster than an argsort) gives the order and, decoded, the moves
+    and priors."""
+    priors = np.where(mask, policies, np.float32(0.0))
+    totals = np.cumsum(priors, axis=1, dtype=np.float32)[:, -1]
+    uniform = totals <= FLT_MIN
+    if uniform.any():
+        for i in np.flatnonzero(uniform).tolist():
+            if counts[i]:
+                priors[i] = np.where(mask[i], np.float32(1.0 / counts[i]), np.float32(0.0))
+        totals[uniform] = 1.0
+    priors /= totals[:, None]
+    return ((priors.view(np.int32).astype(np.int64) + mask) << _RANK_BITS) | _TIE_RANK
+
+
+# ------------------------------------------------------------------ the compiled kernels
+#: Set LEELAZ_COMPILED=0 to keep the NumPy expansion even where numba is installed (to
+#: compare the two).
+COMPILED_VARIABLE = "LEELAZ_COMPILED"
+#: The vertex of each point's policy slot, as the kernels index boards.
+_VERTEX_OF_POINT = np.array(ALL_VERTICES, dtype=np.int64)
+
+_kernels = None  # search/expansion_kernels once compiled, else None
+_loading: threading.Thread | None = None
+
+
+def compiled_kernels():
+    """search/expansion_kernels once numba has compiled (or loaded from its cache) them,
+    else None. The first call starts loading them in a background thread, and the NumPy
+    code serves until they are ready: numba's import and a first compilation take seconds,
+    which neither the engine's start nor a move may wait for. None for good without numba
+    (the `compiled` extra) or with LEELAZ_COMPILED=0."""
+    global _loading
+    if _kernels is None and _loading is None:
+        _loading = threading.Thread(target=_load_kernels, name="leelaz-compile", daemon=True)
+        _loading.start()
+    return _kernels
+
+
+def _load_kernels() -> None:
+    global _kernels
+    if os.environ.get(COMPILED_VARIABLE, "1") == "0":
+        return
+    try:
+        from leelaz.search import expansion_kernels as kernels
+
+        # Compile (or load) them for exactly the argument types expand_batch passes: a
+        # board's arrays come read-only, through frombuffer.
+        board = np.frombuffer(bytes(NUM_VERTICES), dtype=np.uint8).reshape(1, NUM_VERTICES)
+        strings = np.frombuffer(bytes(2 * NUM_VERTICES), dtype=np.int16).reshape(1, -1)
+        mask, counts = kernels.legal_slots(board, strings, strings, np.zeros(1, np.int64),
+                                           np.zeros(1, np.int64), _VERTEX_OF_POINT, STRIDE,
+                                           EMPTY)
+        kernels.child_keys(mask, np.zeros((1, _POINTS + 1), np.float32), counts, _TIE_RANK,
+                           _RANK_BITS, FLT_MIN)
+    except Exception:  # no numba, or it could not compile here: NumPy serves
+        return
+    _kernels = kernels
+
+
+def _legal_slots_compiled(kernels, boards, colors):
+    """(bool [n, 362] by policy slot, pass False; int64 [n]): the legal points and their
+    number from expansion_kernels.legal_slots."""
+    n = len(boards)
+    square = np.frombuffer(b"".join([b.square for b in boards]), dtype=np.uint8)
+    parent = np.frombuffer(b"".join([b.parent.tobytes() for b in boards]), dtype=np.int16)
+    libs = np.frombuffer(b"".join([b.libs.tobytes() for b in boards]), dtype=np.int16)
+    return kernels.legal_slots(square.reshape(n, NUM_VERTICES), parent.reshape(n, -1),
+                               libs.reshape(n, -1), np.array(colors, dtype=np.int64),
+                               np.array([b.ko_move for b in boards], dtype=np.int64),
+                               _VERTEX_OF_POINT, STRIDE, EMPTY)
