@@ -190,3 +190,21 @@ def test_leaves_of_several_runs_expanded_together_give_apply_s_trees():
         assert (result.move, result.playouts) == (expected.move, expected.playouts)
         assert search.nodes == alone.nodes
         assert _children_signature(search) == _children_signature(alone)
+
+
+def test_only_a_device_s_search_asks_for_the_compiled_expansion(monkeypatch):
+    """A pipelined search (an asynchronous evaluator, more than one leaf a batch) asks for
+    the compiled kernels; a synchronous one (the CPU, where the network is the limit) never
+    pays numba's import for them."""
+    from fake_evaluator import AsyncHashEvaluator
+
+    from leelaz.search import run as run_module
+
+    asked = []
+    monkeypatch.setattr(run_module, "request_compiled", lambda: asked.append(True))
+    state = position("D4 Q16")
+    UCTSearch(HashEvaluator(seed=4), params(), rng=2).think(state, BLACK, use_clock=False)
+    assert asked == []
+    UCTSearch(AsyncHashEvaluator(seed=4), params(), rng=2).think(state, BLACK,
+                                                                  use_clock=False)
+    assert asked == [True]

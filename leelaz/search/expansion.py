@@ -3,8 +3,8 @@
 Owns: `legal_points` (one position's legal moves, as the search needs them), `children_of`
 (one leaf's children: its priors renormalised and sorted, what `UCTNode.create_children`
 keeps), `expand_batch` (the children of every leaf of an evaluated batch at once) and
-`compiled_kernels` (its compiled loops, search/expansion_kernels.py, loaded in the background
-where numba is installed). Imports: numpy, game.coords.
+`request_compiled` / `compiled_kernels` (its compiled loops, search/expansion_kernels.py,
+loaded in the background where numba is installed). Imports: numpy, game.coords.
 
 Why a batch: expanding one leaf is a dozen small numpy calls (legal points, gather the policy,
 renormalise, sort), each costing more in call overhead than in arithmetic. Done for the 32
@@ -126,7 +126,7 @@ def expand_batch(nodes, states, evals, dumbpass: bool) -> tuple[list[float], int
     float32 sum in vertex order, pass last (Leela Zero's loop), and sorted by (prior,
     vertex) descending through one integer key: a non-negative float's bits order as it does.
     The legal points and the keys come from the compiled kernels once they are loaded
-    (`compiled_kernels`), else from NumPy; the two give the same children."""
+    (`request_compiled`), else from NumPy; the two give the same children."""
     n = len(nodes)
     colors = [st.to_move for st in states]
     winrates = [float(ev.winrate) for ev in evals]
@@ -197,16 +197,22 @@ _loading: threading.Thread | None = None
 
 
 def compiled_kernels():
-    """search/expansion_kernels once numba has compiled (or loaded from its cache) them,
-    else None. The first call starts loading them in a background thread, and the NumPy
-    code serves until they are ready: numba's import and a first compilation take seconds,
-    which neither the engine's start nor a move may wait for. None for good without numba
-    (the `compiled` extra) or with LEELAZ_COMPILED=0."""
+    """search/expansion_kernels once `request_compiled` has had them compiled (or loaded
+    from numba's cache), else None: expand_batch then runs on NumPy."""
+    return _kernels
+
+
+def request_compiled() -> None:
+    """Have the compiled kernels loaded, in a background thread (once per process): a search
+    whose own Python is the limit asks for them (a GPU's: the search's pipelined runs,
+    self-play on an asynchronous backend). The NumPy code serves until they are ready, since
+    numba's import and a first compilation take seconds, which neither a start nor a move may
+    wait for; on the CPU, where the network is the limit, they would buy nothing for that.
+    Nothing happens without numba (the `compiled` extra) or with LEELAZ_COMPILED=0."""
     global _loading
-    if _kernels is None and _loading is None:
+    if _loading is None:
         _loading = threading.Thread(target=_load_kernels, name="leelaz-compile", daemon=True)
         _loading.start()
-    return _kernels
 
 
 def _load_kernels() -> None:

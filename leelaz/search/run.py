@@ -63,7 +63,8 @@ from leelaz.batching import leaves_to_collect
 from leelaz.memory import min_psa_ratio, tree_bytes
 from leelaz.game.coords import BLACK, PASS
 from leelaz.search import stats, timemanage
-from leelaz.search.expansion import expand_batch, legal_points, pass_allowed
+from leelaz.search.expansion import (expand_batch, legal_points, pass_allowed,
+                                     request_compiled)
 from leelaz.search.node import (INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector,
                                 UCTNode, backup)
 from leelaz.search.result import SearchResult
@@ -181,6 +182,8 @@ class SearchRun:
         kept in flight: its leaves are expanded after the next batch has been collected."""
         self.begin(limits, progress)
         pipelined = self.batch_size > 1 and self.evaluator.asynchronous
+        if pipelined:  # a device's search: its own Python is the limit
+            request_compiled()
         self.in_flight = None
         gc.collect()  # before freezing anything: see the module docstring
         try:

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from leelaz.search.expansion import request_compiled
 from leelaz.selfplay.game import GameInPlay, SelfplayStopped
 from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
 
@@ -99,6 +100,8 @@ class EngineSide:
         # every game's leaves of a group go together.
         groups = 2 if self.backend.asynchronous else 1
         self.batches = [RoundBatch(self.backend, max_batch) for _ in range(groups)]
+        if self.backend.asynchronous:  # a device's games: the search's Python is the limit
+            request_compiled()
 
     def backend_for(self, group: int) -> SharedBackend:
         """The backend to give the Network of a game in `group`."""
