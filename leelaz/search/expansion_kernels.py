@@ -7,10 +7,10 @@ priors renormalised and packed with their tie ranks into sortable keys). Imports
 numba only; loaded in the background by expansion.py when numba is installed (the
 `compiled` extra), never at start-up.
 
-Why: at 16 leaves a batch the NumPy expansion costs about 230 us a batch in mid-game, a
-quarter of the search's own time a playout on a fast GPU, most of it in two dozen calls on
-small arrays and a Python loop over the points without an empty neighbour. These two loops
-run in a few microseconds a leaf; the sort stays NumPy's (faster than numba's on these
+Why: in mid-game the NumPy expansion is about a quarter of the search's own time a playout
+(docs/performance.md), most of it in two dozen calls on small arrays and a Python loop over
+the points without an empty neighbour, where a GPU's search waits on that Python. These two
+loops run in a few microseconds a leaf; the sort stays NumPy's (faster than numba's on these
 rows). Hot path: one call of each per batch.
 """
 
