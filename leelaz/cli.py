@@ -377,17 +377,23 @@ def _read_weights(cfg: EngineConfig, path: str | None):
     return load_weights(path, cache=True)
 
 
-def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str]):
+def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str], torch: bool = True):
     """(cfg as the search will run, "numpy"/"opencl"/None) before the start-up lines.
 
-    Without --cpu-only and --gpu, device_choice decides (cached, or by racing an OpenCL CPU
-    device against NumPy); when NumPy wins, the engine runs exactly as with --cpu-only: its
-    thread count, its batch policy (batching.search_batch_size) and its start-up
-    lines. --tune-only always tunes OpenCL; --backend torch is not OpenCL's choice."""
+    Without --cpu-only and --gpu, device_choice decides: PyTorch in half precision where
+    torch sees CUDA (`with_torch_on_cuda`; not with `torch=False`, after it failed), else
+    OpenCL or NumPy (cached, or by racing an OpenCL CPU device against NumPy); when NumPy
+    wins, the engine runs exactly as with --cpu-only: its thread count, its batch policy
+    (batching.search_batch_size) and its start-up lines. --tune-only always tunes OpenCL;
+    --backend torch is not OpenCL's choice."""
     if (weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only
             or cfg.network_backend != "auto"):
         return cfg, None
-    from leelaz.backends.device_choice import preferred_backend
+    from leelaz.backends.device_choice import preferred_backend, with_torch_on_cuda
+    if torch:
+        on_cuda = with_torch_on_cuda(cfg)
+        if on_cuda is not cfg:
+            return on_cuda, None
     prefer = preferred_backend(weights, search_batch_size(cfg), notes.append)
     return (cfg.with_(cpu_only=True) if prefer == "numpy" else cfg), prefer
 
@@ -470,6 +476,7 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         stderr.write(f"ERROR: {exc}\n")
         return 1
     notes: list[str] = []
+    asked = cfg
     cfg, prefer = _choose_search_backend(cfg, weights, notes)
     try:
         threads, batch = resolve_threads(cfg)
@@ -489,9 +496,14 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     from leelaz.backends.base import BackendUnavailable
     try:
         network = load_network(cfg, path, say, weights=weights, prefer=prefer)
-    except BackendUnavailable as exc:  # only a backend asked for by name (--backend torch)
-        stderr.write(f"ERROR: {_one_line(exc)}\n")
-        return 1
+    except BackendUnavailable as exc:
+        if asked.network_backend == cfg.network_backend:  # asked for by name: --backend torch
+            stderr.write(f"ERROR: {_one_line(exc)}\n")
+            return 1
+        # PyTorch was the automatic choice (a CUDA GPU) and failed: OpenCL's, as without it.
+        say(f"PyTorch unavailable ({_one_line(exc)}); using OpenCL.\n")
+        cfg, prefer = _choose_search_backend(asked, weights, [], torch=False)
+        network = load_network(cfg, path, say, weights=weights, prefer=prefer)
     if network is not None and network.backend.name == "numpy" and not cfg.cpu_only:
         # OpenCL failed after all (the line before says why): search as with --cpu-only.
         cfg = cfg.with_(cpu_only=True)

@@ -22,6 +22,14 @@ from leelaz.cli import run
 from paths import REPO
 
 
+@pytest.fixture(autouse=True)
+def no_cuda(monkeypatch):
+    """These tests are about OpenCL against NumPy: on a machine where torch sees CUDA the
+    engine would choose PyTorch instead (the last tests here), so CUDA is hidden."""
+    from leelaz.backends import device_choice
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
+
+
 @pytest.fixture
 def data_home(tmp_path, monkeypatch):
     """A private user data folder (the choice cache and the tuner's cache live there)."""
@@ -75,7 +83,7 @@ def test_without_opencl_a_start_searches_like_cpu_only(random_weights, data_home
     empty.mkdir()
     # pyopencl's wheel adds its bundled PoCL; POCL_DEVICES hides PoCL's devices too.
     env = dict(os.environ, OCL_ICD_VENDORS=str(empty), POCL_DEVICES="none",
-               XDG_DATA_HOME=str(data_home), PYTHONPATH=str(REPO))
+               XDG_DATA_HOME=str(data_home), PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES="")
     net = random_weights(1, 8)
     base = [sys.executable, "-m", "leelaz", "-g", "--noponder", "-v", "100", "-s", "3",
             "-w", net]
@@ -158,3 +166,42 @@ def test_a_read_only_data_folder_costs_one_line(random_weights, tmp_path, monkey
     assert out.startswith("= ")
     assert len(re.findall(r"^Cannot save the backend choice to .* the next start measures "
                           r"again\.$", err, re.M)) == 1, err
+
+
+def test_left_to_choose_a_cuda_gpu_runs_pytorch_in_half_precision(monkeypatch):
+    """--backend auto on a machine where torch sees CUDA: the engine's search runs PyTorch
+    (fp16 unless --precision says otherwise); --cpu-only, --gpu, --tune-only and a backend
+    asked for by name keep their meaning, and without CUDA nothing changes."""
+    from leelaz.backends import device_choice
+    from leelaz.cli import _choose_search_backend
+    from leelaz.config import EngineConfig
+
+    weights = object()  # only its presence matters before the backend loads
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
+    cfg, prefer = _choose_search_backend(EngineConfig(), weights, [])
+    assert (cfg.network_backend, cfg.precision, prefer) == ("torch", "half", None)
+    given = EngineConfig(precision="single", precision_given=True)
+    assert _choose_search_backend(given, weights, [])[0].precision == "single"
+    for own in (EngineConfig(cpu_only=True), EngineConfig(gpus=(0,)),
+                EngineConfig(tune_only=True),
+                EngineConfig(network_backend="torch", precision="single")):
+        assert _choose_search_backend(own, weights, []) == (own, None)
+    monkeypatch.setattr(device_choice, "preferred_backend", lambda *a: "opencl")
+    assert _choose_search_backend(EngineConfig(), weights, [], torch=False) == (
+        EngineConfig(), "opencl")
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
+    assert _choose_search_backend(EngineConfig(), weights, []) == (EngineConfig(), "opencl")
+
+
+def test_no_nvidia_driver_means_no_torch_import():
+    """Asking whether torch sees CUDA on a machine without NVIDIA's driver answers no
+    without importing torch (its import costs a second or more at every start)."""
+    paths = [p for p in ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg")
+             if os.path.exists(p)]
+    if paths:
+        pytest.skip(f"this machine has a GPU driver ({paths[0]})")
+    code = ("import sys; from leelaz.backends.device_choice import cuda_for_torch; "
+            "print(cuda_for_torch(), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    assert out.stdout.split() == ["False", "False"]

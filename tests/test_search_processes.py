@@ -169,9 +169,10 @@ def test_only_a_gpu_backend_counts_as_a_device():
 
 
 def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
+    from leelaz.backends import device_choice
     from leelaz.search_processes import network_server
 
-    monkeypatch.setattr(network_server, "_torch_has_cuda", lambda: True)
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
     chosen = network_server.server_config(EngineConfig())
     assert (chosen.network_backend, chosen.precision, chosen.quiet) == ("torch", "half", True)
     given = network_server.server_config(EngineConfig(precision="single", precision_given=True))
@@ -179,7 +180,7 @@ def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
     for own in (EngineConfig(cpu_only=True), EngineConfig(gpus=(1,)),
                 EngineConfig(network_backend="torch", precision="single")):
         assert network_server.server_config(own) == own.with_(quiet=True)
-    monkeypatch.setattr(network_server, "_torch_has_cuda", lambda: False)
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
     assert network_server.server_config(EngineConfig()) == EngineConfig(quiet=True)
 
 

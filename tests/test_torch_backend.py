@@ -225,3 +225,15 @@ def test_cuda_graph_replays_equal_the_eager_pass(shipped, precision):
         assert got_p.shape == want_p.shape and got_v.shape == want_v.shape
         assert np.abs(got_p - want_p).max() < tolerance
         assert np.abs(got_v - want_v).max() < tolerance
+
+
+def test_cuda_graphs_of_the_search_batch_are_captured_at_start(shipped):
+    """On a GPU only (as above): with the search's batch size given, every bucket a batch
+    of up to that many rows runs as is captured when the backend is made, not during the
+    first search."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA here (run on the GPU machine)")
+    backend = TorchBackend(shipped, device="cuda:0", precision="half", quiet=True,
+                           batch_size=20)
+    assert sorted(backend._graphs) == [1, 2, 4, 8, 16, 18, 20]
+    assert sorted(TorchBackend(shipped, device="cuda:0", quiet=True)._graphs) == []

@@ -14,6 +14,11 @@ error) falls back to NumPy with a one-line reason on stderr; Leela Zero's own st
 device N for --gpu N (one backend per id, split as above), cuda:0 without --gpu, the CPU with
 --cpu-only or without CUDA. It was asked for by name, so it never falls back: when it cannot
 run, BackendUnavailable says why (torch not installed, no CUDA for a --gpu id).
+`with_torch_on_cuda` is the policy's other half, for the composition root and the network
+server: `--backend auto` on a GPU runs PyTorch in half precision where torch sees CUDA (an
+NVIDIA GPU with the `torch` extra installed), since one captured CUDA graph a batch costs the
+search's thread far less than OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use
+the tensor cores NVIDIA's OpenCL leaves idle (docs/performance.md).
 Imports: backends (registry), backends.base, backends.multi_device, backends.choice_cache,
 numpy, stdlib; pyopencl only inside the functions that need it, so a machine without it still
 starts (and a start the cache answers never pays for importing it).
@@ -21,6 +26,8 @@ starts (and a start the cache answers never pays for importing it).
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 import time
 from dataclasses import replace
@@ -114,7 +121,7 @@ def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] 
             print(line, file=sys.stderr, flush=True)
 
     if backend == "torch":
-        return _torch(weights, cpu_only, gpus, precision, quiet, say)
+        return _torch(weights, cpu_only, gpus, precision, quiet, say, batch_size)
     if backend not in ("auto", "opencl"):
         raise ValueError(f"unknown backend choice {backend!r}")
     if cpu_only:
@@ -193,14 +200,44 @@ def _describe(choice: dict, batch_size: int) -> str:
 
 
 def _torch(weights: NetWeights, cpu_only: bool, gpus: list[int] | None, precision: str,
-           quiet: bool, say) -> Backend:
-    """The PyTorch backend as the module docstring says; several --gpu ids: one per id."""
+           quiet: bool, say, batch_size: int) -> Backend:
+    """The PyTorch backend as the module docstring says; several --gpu ids: one per id.
+    `batch_size`: the search's, whose CUDA graphs are captured now (torch_backend.py)."""
     log = None if quiet else say
+    options = dict(precision=precision, quiet=quiet, log=log, batch_size=batch_size)
     if cpu_only or not gpus or len(gpus) == 1:
-        return create_backend("torch", weights, gpus=gpus, cpu=cpu_only, precision=precision,
-                              quiet=quiet, log=log)
-    return MultiDeviceBackend([create_backend("torch", weights, gpus=[gpu], precision=precision,
-                                              quiet=quiet, log=log) for gpu in gpus])
+        return create_backend("torch", weights, gpus=gpus, cpu=cpu_only, **options)
+    return MultiDeviceBackend([create_backend("torch", weights, gpus=[gpu], **options)
+                               for gpu in gpus])
+
+
+def with_torch_on_cuda(cfg):
+    """`cfg` (an EngineConfig) as it runs the network: left to choose (`--backend auto`, no
+    --cpu-only, no --gpu), PyTorch in half precision (or the --precision given) where torch
+    sees CUDA; otherwise `cfg` itself. See the module docstring for why."""
+    if cfg.network_backend != "auto" or cfg.cpu_only or cfg.gpus or not cuda_for_torch():
+        return cfg
+    precision = cfg.precision if cfg.precision_given else "half"
+    return cfg.with_(network_backend="torch", precision=precision)
+
+
+#: Where NVIDIA's driver shows itself (Linux; /dev/dxg: WSL's GPU, any vendor's).
+NVIDIA_DRIVER_PATHS = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg")
+
+
+def cuda_for_torch() -> bool:
+    """Whether PyTorch is installed and sees CUDA. The driver is looked for first, so that a
+    machine without one never pays for importing torch (a second or more, at every start of
+    a CPU machine that has the `torch` extra)."""
+    if not any(os.path.exists(path) for path in NVIDIA_DRIVER_PATHS):
+        return False
+    if importlib.util.find_spec("torch") is None:
+        return False
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken torch is no torch
+        return False
 
 
 def _one_per_id(weights: NetWeights, gpus: list[int], precision: str, tune: str,

@@ -128,12 +128,14 @@ class TorchBackend(Backend):
     def __init__(self, weights: NetWeights, device: str | None = None,
                  gpus: list[int] | None = None, precision: str = "auto", quiet: bool = False,
                  cpu: bool = False, threads: int | None = None, log=None,
-                 cuda_graphs: bool = True, **_options):
+                 cuda_graphs: bool = True, batch_size: int = 0, **_options):
         """`device`: a torch device string ("cpu", "cuda:1"); without it, from `gpus`
         (--gpu ids: the first one) or `cpu` (see torch_device). `threads`: torch's CPU
         threads (default: torch's own). `log`: where the start-up line goes unless `quiet`
         (default stderr). `cuda_graphs`: packed batches replay captured passes on CUDA
-        (module docstring)."""
+        (module docstring). `batch_size`: the graphs of every bucket up to this many rows
+        are captured now, at start-up, so that no search spends its time capturing one
+        (the first move of a fresh engine lost most of its half second so)."""
         if torch is None:
             raise BackendUnavailable(INSTALL_HINT)
         if precision not in PRECISIONS:
@@ -181,6 +183,7 @@ class TorchBackend(Backend):
                                      f"{' '.join(str(e).split())[:200]}") from None
         self._log(f"PyTorch {torch.__version__} on {self._device_name()}: "
                   f"{'fp16' if precision == 'half' else 'fp32'} ({precision} precision).")
+        self.capture_graphs(batch_size)
 
     # ---- set-up ------------------------------------------------------------------------------
 
@@ -335,6 +338,14 @@ class TorchBackend(Backend):
             done = torch.cuda.Event()
             done.record(self.stream)
         return _Pending(host, done, staging)
+
+    def capture_graphs(self, batch_size: int) -> None:
+        """Capture the graph of every bucket a batch of up to `batch_size` rows runs as
+        (nothing without CUDA graphs)."""
+        for rows in sorted({bucket_rows(b) for b in range(1, batch_size + 1)}):
+            if not self.cuda_graphs:
+                return
+            self._graph(rows)
 
     def _graph(self, rows: int):
         """The captured pass for `rows` packed positions (captured on first use), or None

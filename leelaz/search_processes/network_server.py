@@ -145,28 +145,14 @@ def _load_backend(load_network, cfg, weights_path: str) -> Backend:
 
 def server_config(cfg):
     """The engine's configuration as the server loads its backend: quiet, and with
-    `--backend auto` on a GPU PyTorch in half precision where torch sees CUDA (cuDNN on the
-    server's batches of hundreds of rows: 2-3 times OpenCL's evaluations per second on wide
-    networks, docs/performance.md), else the engine's own choice. The server loads in the
-    background, so torch's import does not delay the engine's replies."""
-    cfg = cfg.with_(quiet=True)
-    if (cfg.network_backend != "auto" or cfg.cpu_only or cfg.gpus
-            or not _torch_has_cuda()):
-        return cfg
-    precision = cfg.precision if cfg.precision_given else "half"
-    return cfg.with_(network_backend="torch", precision=precision)
+    `--backend auto` on a GPU PyTorch in half precision where torch sees CUDA
+    (device_choice.with_torch_on_cuda: cuDNN on the server's batches of hundreds of rows is
+    2-3 times OpenCL's evaluations per second on wide networks, docs/performance.md), else
+    the engine's own choice. The server loads in the background, so torch's import does not
+    delay the engine's replies."""
+    from leelaz.backends.device_choice import with_torch_on_cuda
 
-
-def _torch_has_cuda() -> bool:
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return False
-    try:
-        import torch
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001 - a broken torch is no torch
-        return False
+    return with_torch_on_cuda(cfg.with_(quiet=True))
 
 
 def serve(backend: Backend, clients: list, control=None) -> dict:
