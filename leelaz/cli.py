@@ -81,10 +81,11 @@ def _command() -> click.Command:
                      help="ID of the OpenCL device(s) to use (repeatable)."),
         click.Option(["--backend"], type=click.Choice(BACKEND_CHOICES), default="auto",
                      show_default=True,
-                     help="leelaz: the network's backend. auto = OpenCL (NumPy with "
-                          "--cpu-only); torch = PyTorch, on CUDA device --gpu ID (the CPU "
-                          "without CUDA or with --cpu-only); needs pip install "
-                          "'leelaz[torch]'."),
+                     help="leelaz: the network's backend. opencl = Leela Zero's: OpenCL "
+                          "(NumPy with --cpu-only); torch = PyTorch, on CUDA device --gpu ID "
+                          "(the CPU without CUDA or with --cpu-only), needs pip install "
+                          "'leelaz[torch]'; auto = torch in half precision where it sees "
+                          "CUDA and neither --gpu nor --cpu-only is given, else opencl."),
         click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
                      help="leelaz: in analysis (lz-analyze, pondering) search each position "
                           "in this many processes at once, each its own tree, their batches "
@@ -387,7 +388,7 @@ def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str], torch: 
     (batching.search_batch_size) and its start-up lines. --tune-only always tunes OpenCL;
     --backend torch is not OpenCL's choice."""
     if (weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only
-            or cfg.network_backend != "auto"):
+            or cfg.network_backend not in ("auto", "opencl")):
         return cfg, None
     from leelaz.backends.device_choice import preferred_backend, with_torch_on_cuda
     if torch:

@@ -21,9 +21,10 @@ DEFAULT_WEIGHTS = str(Path.home() / ".local" / "share" / "leela-zero" / "best-ne
 
 TIMEMANAGE_CHOICES = ("auto", "on", "off", "fast", "no_pruning")
 PRECISION_CHOICES = ("auto", "single", "half")
-#: --backend (a leelaz extension): auto = Leela Zero's choice (OpenCL, NumPy with --cpu-only);
-#: torch = PyTorch (cuDNN on CUDA), the `torch` extra.
-BACKEND_CHOICES = ("auto", "torch")
+#: --backend (a leelaz extension): opencl = Leela Zero's choice (OpenCL, NumPy with
+#: --cpu-only); torch = PyTorch (cuDNN on CUDA), the `torch` extra; auto = the engine's search
+#: on PyTorch where torch sees CUDA (backends/device_choice.with_torch_on_cuda), else opencl's.
+BACKEND_CHOICES = ("auto", "opencl", "torch")
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,8 @@ def test_left_to_choose_a_cuda_gpu_runs_pytorch_in_half_precision(monkeypatch):
     monkeypatch.setattr(device_choice, "preferred_backend", lambda *a: "opencl")
     assert _choose_search_backend(EngineConfig(), weights, [], torch=False) == (
         EngineConfig(), "opencl")
+    leelas = EngineConfig(network_backend="opencl")  # --backend opencl: never PyTorch
+    assert _choose_search_backend(leelas, weights, []) == (leelas, "opencl")
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
     assert _choose_search_backend(EngineConfig(), weights, []) == (EngineConfig(), "opencl")
 
