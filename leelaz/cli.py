@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 
 from leelaz.batching import resolve_threads, search_batch_size
-from leelaz.config import (BACKEND_CHOICES, DEFAULT_WEIGHTS, PRECISION_CHOICES,
+from leelaz.config import (BACKEND_CHOICES, BACKEND_HELP, DEFAULT_WEIGHTS, PRECISION_CHOICES,
                            TIMEMANAGE_CHOICES, EngineConfig, resolve_dyn_komi)
 from leelaz.tools import VERBS, is_verb, run_verb
 
@@ -81,11 +81,8 @@ def _command() -> click.Command:
                      help="ID of the OpenCL device(s) to use (repeatable)."),
         click.Option(["--backend"], type=click.Choice(BACKEND_CHOICES), default="auto",
                      show_default=True,
-                     help="leelaz: the network's backend. opencl = Leela Zero's: OpenCL "
-                          "(NumPy with --cpu-only); torch = PyTorch, on CUDA device --gpu ID "
-                          "(the CPU without CUDA or with --cpu-only), needs pip install "
-                          "'leelaz[torch]'; auto = torch in half precision where it sees "
-                          "CUDA and neither --gpu nor --cpu-only is given, else opencl."),
+                     help="leelaz: the network's backend. " + BACKEND_HELP + " PyTorch "
+                          "needs pip install 'leelaz[torch]'."),
         click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
                      help="leelaz: in analysis (lz-analyze, pondering) search each position "
                           "in this many processes at once, each its own tree, their batches "

@@ -25,6 +25,10 @@ PRECISION_CHOICES = ("auto", "single", "half")
 #: --cpu-only); torch = PyTorch (cuDNN on CUDA), the `torch` extra; auto = the engine's search
 #: on PyTorch where torch sees CUDA (backends/device_choice.with_torch_on_cuda), else opencl's.
 BACKEND_CHOICES = ("auto", "opencl", "torch")
+#: --backend's help, as the verbs that take it say it (each with its own prefix).
+BACKEND_HELP = ("auto: PyTorch where it sees CUDA (no --gpu, no --cpu-only), else OpenCL "
+                "(NumPy with --cpu-only); opencl: Leela Zero's OpenCL; torch: PyTorch on CUDA "
+                "--gpu ID.")
 
 
 @dataclass(frozen=True)

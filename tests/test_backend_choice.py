@@ -207,3 +207,29 @@ def test_no_nvidia_driver_means_no_torch_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_verbs_games_take_the_same_choice(random_weights, monkeypatch):
+    """Self-play, gating and `bench selfplay` (selfplay/runner.EngineSide) load their network
+    by the engine's rule: auto is PyTorch where torch sees CUDA, unless --cpu-only or --gpu
+    is given; opencl and torch are themselves."""
+    from leelaz.backends import create_backend, device_choice
+    from leelaz.selfplay.runner import EngineSide
+
+    asked = []
+
+    def chosen(weights, **options):
+        asked.append(options["backend"])
+        return create_backend("random", weights, asynchronous=False)
+
+    monkeypatch.setattr(device_choice, "choose_backend", chosen)
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
+    net = random_weights(1, 8)
+    common = dict(precision="auto", batch_rows=8)
+    EngineSide(net, cpu_only=False, gpus=(), **common)
+    EngineSide(net, cpu_only=True, gpus=(), **common)
+    EngineSide(net, cpu_only=False, gpus=(0,), **common)
+    EngineSide(net, cpu_only=False, gpus=(), network_backend="opencl", **common)
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
+    EngineSide(net, cpu_only=False, gpus=(), **common)
+    assert asked == ["torch", "auto", "auto", "opencl", "auto"]

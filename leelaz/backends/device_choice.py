@@ -14,9 +14,10 @@ error) falls back to NumPy with a one-line reason on stderr; Leela Zero's own st
 device N for --gpu N (one backend per id, split as above), cuda:0 without --gpu, the CPU with
 --cpu-only or without CUDA. It was asked for by name, so it never falls back: when it cannot
 run, BackendUnavailable says why (torch not installed, no CUDA for a --gpu id).
-`with_torch_on_cuda` is the policy's other half, for the composition root and the network
-server: `--backend auto` on a GPU runs PyTorch in half precision where torch sees CUDA (an
-NVIDIA GPU with the `torch` extra installed), since one captured CUDA graph a batch costs the
+`resolve_auto` is the policy's other half, for the composition root, the network server
+and the verbs' games (`with_torch_on_cuda` for an EngineConfig): `--backend auto` on a GPU
+runs PyTorch (in half precision) where torch sees CUDA (an NVIDIA GPU with the `torch` extra
+installed), since one captured CUDA graph a batch costs the
 search's thread far less than OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use
 the tensor cores NVIDIA's OpenCL leaves idle (docs/performance.md).
 Imports: backends (registry), backends.base, backends.multi_device, backends.choice_cache,
@@ -215,10 +216,20 @@ def with_torch_on_cuda(cfg):
     """`cfg` (an EngineConfig) as it runs the network: left to choose (`--backend auto`, no
     --cpu-only, no --gpu), PyTorch in half precision (or the --precision given) where torch
     sees CUDA; otherwise `cfg` itself. See the module docstring for why."""
-    if cfg.network_backend != "auto" or cfg.cpu_only or cfg.gpus or not cuda_for_torch():
+    if resolve_auto(cfg.network_backend, cfg.cpu_only, cfg.gpus) != "torch" \
+            or cfg.network_backend == "torch":
         return cfg
     precision = cfg.precision if cfg.precision_given else "half"
     return cfg.with_(network_backend="torch", precision=precision)
+
+
+def resolve_auto(backend: str, cpu_only: bool, gpus) -> str:
+    """--backend as the network is loaded: "auto" without --cpu-only and --gpu is "torch"
+    where torch sees CUDA (the module docstring says why); any other choice is itself
+    (`choose_backend` reads a remaining "auto" as Leela Zero's: OpenCL, or NumPy)."""
+    if backend == "auto" and not cpu_only and not gpus and cuda_for_torch():
+        return "torch"
+    return backend
 
 
 #: Where NVIDIA's driver shows itself (Linux; /dev/dxg: WSL's GPU, any vendor's).

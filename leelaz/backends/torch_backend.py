@@ -65,6 +65,10 @@ _B = 19
 #: What to install when torch is missing (the extra in pyproject.toml).
 INSTALL_HINT = "PyTorch is not installed: pip install 'leelaz[torch]'"
 PRECISIONS = ("auto", "single", "half")
+#: The most rows whose graphs a backend captures when it is made: an engine's batches (16 on
+#: the clock, 32 in analysis). Self-play's and the network server's batches of hundreds of
+#: rows come in fewer sizes than their buckets, so those are captured at first use.
+EAGER_GRAPH_ROWS = 32
 
 
 def bucket_rows(batch: int) -> int:
@@ -134,8 +138,9 @@ class TorchBackend(Backend):
         threads (default: torch's own). `log`: where the start-up line goes unless `quiet`
         (default stderr). `cuda_graphs`: packed batches replay captured passes on CUDA
         (module docstring). `batch_size`: the graphs of every bucket up to this many rows
-        are captured now, at start-up, so that no search spends its time capturing one
-        (the first move of a fresh engine lost most of its half second so)."""
+        (at most EAGER_GRAPH_ROWS) are captured now, at start-up, so that no search spends
+        its time capturing one (the first move of a fresh engine lost most of its half
+        second so)."""
         if torch is None:
             raise BackendUnavailable(INSTALL_HINT)
         if precision not in PRECISIONS:
@@ -183,7 +188,7 @@ class TorchBackend(Backend):
                                      f"{' '.join(str(e).split())[:200]}") from None
         self._log(f"PyTorch {torch.__version__} on {self._device_name()}: "
                   f"{'fp16' if precision == 'half' else 'fp32'} ({precision} precision).")
-        self.capture_graphs(batch_size)
+        self.capture_graphs(min(batch_size, EAGER_GRAPH_ROWS))
 
     # ---- set-up ------------------------------------------------------------------------------
 

@@ -90,10 +90,10 @@ def backend_peak(weights: str, batch: int, *, seconds: float = 10.0, cpu_only: b
                  gpus=(), precision: str = "auto", backend: str = "auto") -> float:
     """The backend alone: evaluations/s at `batch` rows a call, two calls in flight (as the
     runner's two groups of games keep it), on random 0/1 planes."""
-    from leelaz.backends.device_choice import choose_backend
+    from leelaz.backends.device_choice import choose_backend, resolve_auto
     from leelaz.backends.weights import load_weights
     net = load_weights(weights)
-    network_backend = backend
+    network_backend = resolve_auto(backend, cpu_only, gpus)  # as the games chose it
     backend = choose_backend(net, cpu_only=cpu_only, gpus=list(gpus) or None,
                              precision=precision, batch_size=batch, quiet=True,
                              backend=network_backend)

@@ -72,9 +72,10 @@ class EngineSide:
     def __init__(self, weights_path: str, *, cpu_only: bool, gpus: tuple, precision: str,
                  batch_rows: int, full_tuner: bool = False, log=None, backend=None,
                  max_batch: int = 0, network_backend: str = "auto"):
-        """`network_backend`: --backend's choice (auto: OpenCL or NumPy; torch)."""
+        """`network_backend`: --backend's choice (auto: PyTorch where it sees CUDA, else
+        OpenCL or NumPy, as the engine chooses; opencl; torch)."""
         from leelaz.backends.base import BackendUnavailable
-        from leelaz.backends.device_choice import choose_backend
+        from leelaz.backends.device_choice import choose_backend, resolve_auto
         from leelaz.backends.weights import WeightsError, load_weights
 
         self.weights_path = weights_path
@@ -88,6 +89,7 @@ class EngineSide:
         if backend is not None:  # a stand-in (bench's instant network, tests)
             self.backend = backend(self.weights)
         else:
+            network_backend = resolve_auto(network_backend, cpu_only, gpus)
             try:
                 self.backend = choose_backend(self.weights, cpu_only=cpu_only,
                                               gpus=list(gpus) or None, precision=precision,

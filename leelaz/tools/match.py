@@ -39,7 +39,7 @@ import time
 
 import click
 
-from leelaz.config import BACKEND_CHOICES
+from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.files import write_text_atomic
 from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
@@ -283,7 +283,7 @@ Examples:
 @click.option("--cpu-only", is_flag=True, help="lz-gate: NumPy, no OpenCL.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
-              help="lz-gate: auto (OpenCL, NumPy with --cpu-only) or torch (PyTorch, CUDA).")
+              help="lz-gate: " + BACKEND_HELP)
 @click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
               help="lz-gate: run seed (game i's seed derives from it).")
 @click.option("--json", "as_json", is_flag=True, help="lz-gate: print the result as JSON.")

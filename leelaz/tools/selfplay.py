@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from leelaz.config import BACKEND_CHOICES, PRECISION_CHOICES
+from leelaz.config import BACKEND_CHOICES, BACKEND_HELP, PRECISION_CHOICES
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
 from leelaz.tools import ToolError
@@ -56,7 +56,7 @@ class Interrupted(ToolError):
 @click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL.")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
-              help="auto: OpenCL (NumPy with --cpu-only); torch: PyTorch on CUDA (--gpu ID).")
+              help=BACKEND_HELP)
 @click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=None,
               help="Run seed: game i's seed derives from it (a rerun replays the games).")
 @click.option("--noponder", is_flag=True, help="Accepted for autogtp's command line; "

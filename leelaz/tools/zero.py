@@ -21,7 +21,7 @@ import sys
 
 import click
 
-from leelaz.config import BACKEND_CHOICES
+from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.tools import ToolError
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
@@ -236,8 +236,7 @@ def show_status(run: RunDir) -> int:
               help="OpenCL device(s) for self-play and matches (repeatable).")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
               show_default=True,
-              help="Self-play and matches: auto (OpenCL, NumPy with --cpu-only) or torch "
-                   "(PyTorch on CUDA --gpu ID).")
+              help="Self-play and matches: " + BACKEND_HELP)
 @click.option("--selfplay-only", is_flag=True,
               help="Play the current generation's self-play games, then stop (throughput "
                    "measurements; the next run trains on them).")

@@ -11,7 +11,7 @@ import os
 
 import click
 
-from leelaz.config import BACKEND_CHOICES
+from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.selfplay.bench import bench_selfplay
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import CONTEXT, IntList, load_line, network_file, \
@@ -44,8 +44,7 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
 @click.option("--precision", type=click.Choice(["auto", "single", "half"]), default="auto")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
               show_default=True,
-              help="Ours (and the backend alone): auto (OpenCL, NumPy with --cpu-only) or torch "
-                   "(PyTorch on CUDA).")
+              help="Ours (and the backend alone): " + BACKEND_HELP)
 @click.option("--instant", is_flag=True,
               help="Also each configuration with a network that costs nothing (the host's "
                    "ceiling per process).")
