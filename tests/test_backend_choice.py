@@ -198,8 +198,8 @@ def test_left_to_choose_a_cuda_gpu_runs_pytorch_in_half_precision(monkeypatch):
 def test_no_nvidia_driver_means_no_torch_import():
     """Asking whether torch sees CUDA on a machine without NVIDIA's driver answers no
     without importing torch (its import costs a second or more at every start)."""
-    paths = [p for p in ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg")
-             if os.path.exists(p)]
+    from leelaz.backends.device_choice import NVIDIA_DRIVER_PATHS
+    paths = [p for p in NVIDIA_DRIVER_PATHS if os.path.exists(p)]
     if paths:
         pytest.skip(f"this machine has a GPU driver ({paths[0]})")
     code = ("import sys; from leelaz.backends.device_choice import cuda_for_torch; "
@@ -233,3 +233,32 @@ def test_the_verbs_games_take_the_same_choice(random_weights, monkeypatch):
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
     EngineSide(net, cpu_only=False, gpus=(), **common)
     assert asked == ["torch", "auto", "auto", "opencl", "auto"]
+
+
+def test_a_failed_automatic_pytorch_start_runs_on_opencls_choice(random_weights, data_home,
+                                                                  monkeypatch):
+    """PyTorch chosen by itself (torch sees CUDA) but failing to load (out of memory, a
+    broken driver): one line says so, and the engine starts on what `--backend opencl` would
+    choose (here NumPy, cached as the race's winner), searching as with --cpu-only. Asked
+    for by name, the same failure is an error."""
+    from leelaz.backends import device_choice
+    from leelaz.backends.base import BackendUnavailable
+    from leelaz.batching import DEFAULT_OPENCL_SEARCH_BATCH
+
+    def broken(*args, **kwargs):
+        raise BackendUnavailable("PyTorch failed on cuda:0: CUDA out of memory")
+
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
+    monkeypatch.setattr(device_choice, "_torch", broken)
+    net = random_weights(2, 16)
+    _write_choice("numpy", 16, DEFAULT_OPENCL_SEARCH_BATCH)
+    base = ["-g", "--noponder", "-v", "50", "-s", "7", "-w", net]
+    _, err_cpu = _session(base + ["--cpu-only"], GENMOVE)
+    out, err = _session(base, GENMOVE)
+    assert out.startswith("= \n\n= \n\n= ")
+    assert "PyTorch unavailable (PyTorch failed on cuda:0: CUDA out of memory); using " \
+           "OpenCL." in err
+    assert _stats(err) == _stats(err_cpu) and "50 visits" in err
+    code = run(base + ["--backend", "torch"], stdin=io.StringIO(GENMOVE),
+               stdout=io.StringIO(), stderr=(named := io.StringIO()))
+    assert code == 1 and "ERROR: PyTorch failed on cuda:0: CUDA out of memory" in named.getvalue()

@@ -23,7 +23,8 @@ from leelaz.nn.network import Network
 torch = pytest.importorskip("torch")
 
 from leelaz.backends import torch_backend  # noqa: E402
-from leelaz.backends.torch_backend import TorchBackend, bucket_rows  # noqa: E402
+from leelaz.backends.torch_backend import (EAGER_GRAPH_ROWS, TorchBackend,  # noqa: E402
+                                            bucket_rows)
 
 SHIPPED = "weights/leelaz-6x128.txt.gz"
 
@@ -237,3 +238,5 @@ def test_cuda_graphs_of_the_search_batch_are_captured_at_start(shipped):
                            batch_size=20)
     assert sorted(backend._graphs) == [1, 2, 4, 8, 16, 18, 20]
     assert sorted(TorchBackend(shipped, device="cuda:0", quiet=True)._graphs) == []
+    big = TorchBackend(shipped, device="cuda:0", quiet=True, batch_size=300)  # self-play's
+    assert max(big._graphs) == EAGER_GRAPH_ROWS  # the rest at first use

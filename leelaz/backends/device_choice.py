@@ -17,9 +17,9 @@ run, BackendUnavailable says why (torch not installed, no CUDA for a --gpu id).
 `resolve_auto` is the policy's other half, for the composition root, the network server
 and the verbs' games (`with_torch_on_cuda` for an EngineConfig): `--backend auto` on a GPU
 runs PyTorch (in half precision) where torch sees CUDA (an NVIDIA GPU with the `torch` extra
-installed), since one captured CUDA graph a batch costs the
-search's thread far less than OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use
-the tensor cores NVIDIA's OpenCL leaves idle (docs/performance.md).
+installed), since one captured CUDA graph a batch costs the search's thread far less than
+OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use the tensor cores NVIDIA's
+OpenCL leaves idle (docs/performance.md).
 Imports: backends (registry), backends.base, backends.multi_device, backends.choice_cache,
 numpy, stdlib; pyopencl only inside the functions that need it, so a machine without it still
 starts (and a start the cache answers never pays for importing it).
@@ -216,8 +216,8 @@ def with_torch_on_cuda(cfg):
     """`cfg` (an EngineConfig) as it runs the network: left to choose (`--backend auto`, no
     --cpu-only, no --gpu), PyTorch in half precision (or the --precision given) where torch
     sees CUDA; otherwise `cfg` itself. See the module docstring for why."""
-    if resolve_auto(cfg.network_backend, cfg.cpu_only, cfg.gpus) != "torch" \
-            or cfg.network_backend == "torch":
+    if cfg.network_backend != "auto" or \
+            resolve_auto(cfg.network_backend, cfg.cpu_only, cfg.gpus) != "torch":
         return cfg
     precision = cfg.precision if cfg.precision_given else "half"
     return cfg.with_(network_backend="torch", precision=precision)
