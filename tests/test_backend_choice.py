@@ -60,15 +60,21 @@ def _write_choice(backend: str, width: int, batch: int):
                                       "opencl_ms": 9.0, "numpy_ms": 1.0}, lambda line: None)
 
 
-def test_a_numpy_choice_searches_and_speaks_like_cpu_only(random_weights, data_home):
-    """A cached "NumPy wins" (as PoCL here): same stats as --cpu-only, no OpenCL lines."""
+def _numpy_chosen(net: str, visits: int):
+    """A cached "NumPy wins" for `net` (2x16), then GENMOVE with --cpu-only and without:
+    (the start's args, its stdout, its stderr, --cpu-only's stderr)."""
     from leelaz.batching import DEFAULT_OPENCL_SEARCH_BATCH
-    net = random_weights(2, 16)
     _write_choice("numpy", 16, DEFAULT_OPENCL_SEARCH_BATCH)
-    base = ["-g", "--noponder", "-v", "200", "-s", "7", "-w", net]
+    base = ["-g", "--noponder", "-v", str(visits), "-s", "7", "-w", net]
     _, err_cpu = _session(base + ["--cpu-only"], GENMOVE)
     out, err = _session(base, GENMOVE)
     assert out.startswith("= \n\n= \n\n= ")
+    return base, out, err, err_cpu
+
+
+def test_a_numpy_choice_searches_and_speaks_like_cpu_only(random_weights, data_home):
+    """A cached "NumPy wins" (as PoCL here): same stats as --cpu-only, no OpenCL lines."""
+    _, out, err, err_cpu = _numpy_chosen(random_weights(2, 16), 200)
     assert _stats(err) == _stats(err_cpu) and "200 visits" in err
     assert "Using OpenCL batch size" not in err
     threads = re.findall(r"^Using \d+ thread\(s\)\.$", err_cpu, re.M)
@@ -243,19 +249,13 @@ def test_a_failed_automatic_pytorch_start_runs_on_opencls_choice(random_weights,
     for by name, the same failure is an error."""
     from leelaz.backends import device_choice
     from leelaz.backends.base import BackendUnavailable
-    from leelaz.batching import DEFAULT_OPENCL_SEARCH_BATCH
 
     def broken(*args, **kwargs):
         raise BackendUnavailable("PyTorch failed on cuda:0: CUDA out of memory")
 
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
     monkeypatch.setattr(device_choice, "_torch", broken)
-    net = random_weights(2, 16)
-    _write_choice("numpy", 16, DEFAULT_OPENCL_SEARCH_BATCH)
-    base = ["-g", "--noponder", "-v", "50", "-s", "7", "-w", net]
-    _, err_cpu = _session(base + ["--cpu-only"], GENMOVE)
-    out, err = _session(base, GENMOVE)
-    assert out.startswith("= \n\n= \n\n= ")
+    base, out, err, err_cpu = _numpy_chosen(random_weights(2, 16), 50)
     assert "PyTorch unavailable (PyTorch failed on cuda:0: CUDA out of memory); using " \
            "OpenCL." in err
     assert _stats(err) == _stats(err_cpu) and "50 visits" in err
