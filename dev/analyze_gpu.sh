@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool), from the repo root: issue 18's measurement,
+# On a CUDA machine, from the repo root: issue 18's measurement,
 # `leelaz bench analyze` (lz-analyze visits/s at moves 40, 120 and 200 of the 9-dan game),
 # ours against Leela Zero 0.17's settings, all engines of a round started together and
 # measured in turn, position by position.
 #
 #   NET=shipped-6x128|20x256|40x256 bash dev/analyze_gpu.sh
 #
-# Carry .whl/ (pyopencl wheels, cp312) and .lzpack/ (dev/pack_reference_gpu.sh). Random nets
+# Needs .whl/ (pyopencl wheels, cp312) and .lzpack/ (dev/pack_reference_gpu.sh) in the checkout. Random nets
 # (tame, seeded) are made here. Env: OURS (';'-separated extra argument sets for ours; the
 # first is the one whose ratio the table gives: "" = the default), LZ_SETTINGS
 # (";"-separated, "" = Leela Zero's default), SECS (4), WARMUP (10: untimed lz-analyze of

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool): the whole engine's --benchmark (search + network,
+# On a CUDA machine, from the repo root: the whole engine's --benchmark (search + network,
 # visits/s) against C++ Leela Zero 0.17's --benchmark on the same networks, GPU and run.
 #
-#   bash dev/bench_engine_gpu.sh        (carry .whl and .lzpack; results under $OUT)
+#   bash dev/bench_engine_gpu.sh        (with .whl/ and .lzpack/; results under $OUT)
 #
 # Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (made by
 # dev/pack_reference_gpu.sh, with Leela Zero's tuning file for the GPU). Random nets are

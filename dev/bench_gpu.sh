@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool): NVIDIA OpenCL set-up, the OpenCL tests, our
+# On a CUDA machine, from the repo root: NVIDIA OpenCL set-up, the OpenCL tests, our
 # evals/s table, and C++ Leela Zero 0.17 --benchmark on the same random networks.
 #
 #   bash dev/bench_gpu.sh [STAGES]     STAGES from: test ours chooser lz  (default: all)
 #
 # Needs .whl/ (pyopencl and its pure-Python needs, cp312) and .lzpack/ (dev/
-# pack_reference_gpu.sh) carried. Nets are generated here with leelaz weights random --tame
+# pack_reference_gpu.sh) in the checkout. Nets are generated here with leelaz weights random --tame
 # (seeded: the same bytes every time). Env: NETS ("10x128 20x256 40x256"), BATCHES,
 # SECONDS_PER (timing per batch size), LZ_RUNS (NET:ARGS;...), BUDGET (seconds for the whole
 # script; stages that would start too late are skipped), OURS_UNTIL, OURS_ARGS. Results: $OUT.

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool): `leelaz bench selfplay` -- self-play moves/s of
+# On a CUDA machine, from the repo root: `leelaz bench selfplay` -- self-play moves/s of
 # leelaz (--parallel games batched per process, --workers processes) against the C++ Leela
 # Zero 0.17 driven as autogtp drives it (K processes of `-g -q --noponder -v 1601 -r 5 -m 30 -n
 # -d -t 6 --batchsize 5` playing genmove loops, a fresh process per game), same net, same GPU,
 # same run; then the backend alone at the best configuration's mean batch (evals/s reached
 # against the backend's peak).
 #
-#   bash dev/bench_selfplay_gpu.sh          (carry .whl and .lzpack; results under $OUT)
+#   bash dev/bench_selfplay_gpu.sh          (with .whl/ and .lzpack/; results under $OUT)
 #
 # Env: NET (shipped | BxF, a tame random net), VISITS (1601), SECS (seconds per
 # configuration, 60), PARALLEL and WORKERS (comma lists for ours), REFK (comma list of

@@ -1,11 +1,11 @@
-"""On the lent GPU machine: the torch backend's CUDA graphs against its eager pass.
+"""On a CUDA machine: the torch backend's CUDA graphs against its eager pass.
 
 Packed batches of random-game positions (the GPU backend tests' own), two in flight (as the
 network server keeps them), 1.5 s a batch size, fp16, for each weights file given:
 
     PYTHONPATH=. python3 dev/cuda_graphs_bench.py WEIGHTS...
 
-docs/performance.md has the figures.
+docs/log.md has the figures.
 """
 
 from __future__ import annotations

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# On a lent machine of several GPUs (the device tool's nvidia-h100-x4 / x8), from the repo
-# root: many equal-time matches at once, PER single-game matches a GPU, each pinned to CORES
+# On a CUDA machine of several GPUs (e.g. four or eight H100s), from the repo root: many equal-time matches at once, PER single-game matches a GPU, each pinned to CORES
 # cores of the GPU's 16 (`dev/strength_gpu.sh equaltime`, JOBS=1), then each setting's games
 # tallied together (`leelaz match --tally`).
 #
 #   CONFIGS=";-t 16" PER=4 CORES=4 BASE=0 bash dev/equaltime_gpus.sh
 #
-# Carry .whl/, .lzpack/ and .gnugo/ (see strength_gpu.sh). CONFIGS: ';'-separated EXTRA1
+# Needs .whl/, .lzpack/ and .gnugo/ in the checkout (see strength_gpu.sh). CONFIGS: ';'-separated EXTRA1
 # argument sets for ours ("" = the default), handed to the matches round robin; a set that
 # starts with @DIR runs the leelaz of folder DIR (strength_gpu.sh's CODE: a git worktree of
-# another commit, carried too), e.g. CONFIGS=";@.old" for this commit against that; BASE: the
-# first game number of this call (settings are BASE + 1000 * index apart, so that calls and
+# another commit, copied along), e.g. CONFIGS=";@.old" for this commit against that; BASE: the
+# first game number of this run (settings are BASE + 1000 * index apart, so that runs and
 # settings never share a game number); OUT (/tmp/equaltime-out). Our OpenCL tuning is made
 # once per setting before the matches start (.gpu/opencl_tuning.json, if there, seeds it);
 # the matches stop starting games HARD - 85 s after that and are cut at HARD s (555 s less
-# the tuning by default), so the whole call fits a 600 s device command.
+# the tuning by default), so the whole run fits in 600 s.
 set -u
 IFS=';' read -ra CF <<< "${CONFIGS-}"; [ ${#CF[@]} -gt 0 ] || CF=("")
 N=$(nvidia-smi -L | wc -l); PER=${PER:-3}; CORES=${CORES:-5}; BASE=${BASE:-0}
@@ -66,7 +65,7 @@ done
 for f in "$OUT"/eq/equaltime-*.txt; do
   echo "-- $f"; grep -E "moves, mean|Network server|distinct|^leelaz: [0-9]+/|log:" "$f"
 done
-# The tuning made here seeds the next call's (copy it to .gpu/opencl_tuning.json).
+# The tuning made here seeds the next run's (copy it to .gpu/opencl_tuning.json).
 cp $TUNED/opencl_tuning.json "$OUT/" 2>/dev/null
-# The device tool brings back few files: the SGF tars in one.
+# The SGF tars in one file, one thing to copy back.
 (cd "$OUT/eq" && tar -czf "$OUT/sgfs.tar.gz" equaltime-*.tar.gz && rm -f equaltime-*.tar.gz)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool), from the repo root: playouts a move on the clock
+# On a CUDA machine, from the repo root: playouts a move on the clock
 # (`leelaz bench genmove`: time_settings 0 1 2, six genmoves from moves 40, 120 and 200 of the
 # 9-dan game), our settings against Leela Zero 0.17's, all engines started together and
 # measured in turn, position by position. What equal-time games turn on (issue 18).
 #
 #   OURS=";--search-processes 1" bash dev/genmove_gpu.sh
 #
-# Carry .whl/ (pyopencl wheels, cp312) and .lzpack/ (dev/pack_reference_gpu.sh). Env: OURS
+# Needs .whl/ (pyopencl wheels, cp312) and .lzpack/ (dev/pack_reference_gpu.sh) in the checkout. Env: OURS
 # (';'-separated extra argument sets for ours, "" = the default), LZ_SETTINGS (';'-separated,
 # "" = Leela Zero's default), MOVES (40,120,200), GENMOVES (6), CLOCK ("0 1 2"), WARMUP (10 s
 # of untimed lz-analyze after the start), PROFILE (an argument set for ours run once more

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Pack GNU Go 3.8 (Debian's gnugo) with the libraries the GPU machine may lack into .gnugo/
+# Pack GNU Go 3.8 (Debian's gnugo) with the libraries a CUDA machine may lack into .gnugo/
 # (bin/gnugo, lib/), so dev/strength_gpu.sh can play against it there. .gnugo/ is
-# git-excluded; name it in the device call's `carry`. Run there as
+# git-excluded; copy it to that machine with the checkout. Run there as
 #   LD_LIBRARY_PATH=$PWD/.gnugo/lib .gnugo/bin/gnugo --mode gtp --level 10
 set -euo pipefail
 cd "$(dirname "$0")/.."

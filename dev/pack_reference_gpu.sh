@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pack the C++ Leela Zero 0.17 (Debian's leela-zero) with its libraries into .lzpack/, so it
-# runs on the lent GPU machine beside leelaz (shared/docs/reference-on-gpu.md). .lzpack/ is
-# git-excluded; name it in the device call's `carry`. dev/bench_gpu.sh runs it there.
+# runs on a CUDA machine beside leelaz. .lzpack/ is
+# git-excluded; copy it to that machine with the checkout. dev/bench_gpu.sh runs it there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x /usr/lib/leelaz/bin/leelaz ]; then
@@ -12,7 +12,7 @@ cp /usr/lib/leelaz/bin/leelaz .lzpack/
 for l in libboost_program_options.so.1.74.0 libboost_filesystem.so.1.74.0 libOpenCL.so.1 libz.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$l" .lzpack/lib/
 done
-# Fallback if the GPU machine's glibc refuses the binary: start it through this loader.
+# Fallback if the CUDA machine's glibc refuses the binary: start it through this loader.
 for l in ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1 libpthread.so.0; do
   cp -L "/lib/x86_64-linux-gnu/$l" .lzpack/sys/
 done

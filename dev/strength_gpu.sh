@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool), from the repo root: a strength match of leelaz
+# On a CUDA machine, from the repo root: a strength match of leelaz
 # against C++ Leela Zero 0.17 or GNU Go 3.8, many games at once (leelaz match --jobs),
-# within one device command (no new game after LIMIT s; the match is cut at HARD s). A match
-# longer than one command is split: run again with FIRST=<games so far> and combine the
+# within one run of about 10 minutes (no new game after LIMIT s; the match is cut at HARD s).
+# A longer match is split: run again with FIRST=<games so far> and combine the
 # SGF tars with `leelaz match --tally DIR...`.
 #
 #   bash dev/strength_gpu.sh parity   ours -v 200 -t 1 vs LZ -v 200 -t 1 --batchsize 1
@@ -22,8 +22,8 @@
 # visits a dynamic-komi search collects the 200 positions of each colour an adjustment needs
 # (--adj-positions) within the first half of its visits; at 400 it rarely would.
 #
-# Carry .whl/ (pyopencl wheels, cp312), .lzpack/ (dev/pack_reference_gpu.sh) and .gnugo/
-# (dev/pack_gnugo.sh). Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
+# Needs .whl/ (pyopencl wheels, cp312), .lzpack/ (dev/pack_reference_gpu.sh) and .gnugo/
+# (dev/pack_gnugo.sh) in the checkout. Env: GAMES (100/100/50), JOBS (14), FIRST (0), LIMIT (480),
 # HARD (560), VISITS (200/200/400/800/800), STONES (5), DYN (0), EXTRA1 / EXTRA2 (more args for ours / the reference),
 # CODE (a folder with another checkout of leelaz, e.g. `git worktree add .old REV`, for ours),
 # OPENING (args for both LZ engines, default "-m 10 --precision single"; ours only "-m 10"
@@ -73,7 +73,7 @@ else
   # Leela Zero finds its OpenCL tuning under $HOME; ours caches its own there too.
   export HOME=/tmp/strengthhome; mkdir -p $HOME/.local/share/leela-zero
   cp .lzpack/leelaz_opencl_tuning $HOME/.local/share/leela-zero/ 2>/dev/null
-  # Ours: a file from an earlier call ($OUT/opencl_tuning.json, put into .gnugo/) spares the
+  # Ours: a file from an earlier run ($OUT/opencl_tuning.json, put into .gnugo/) spares the
   # tuning on a cold machine.
   mkdir -p $HOME/.local/share/leelaz
   [ -f $HOME/.local/share/leelaz/opencl_tuning.json ] || cp .gnugo/opencl_tuning.json \

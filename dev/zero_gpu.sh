@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (the device tool), from the repo root: the Zero loop of issue 16.
+# On a CUDA machine, from the repo root: the Zero loop of issue 16.
 #
 #   bash dev/zero_gpu.sh loop        `leelaz zero` from a seeded random net; rerun it in the
-#                                    next call: it resumes the same DIR until GENERATIONS
+#                                    next run: it resumes the same DIR until GENERATIONS
 #   bash dev/zero_gpu.sh final       the best network against the starting random one,
 #                                    FINAL_GAMES games without SPRT (the >= 95% check),
 #                                    as WORKERS shard processes (MAX_MOVES caps a game),
@@ -10,27 +10,26 @@
 #   bash dev/zero_gpu.sh ray 1 4 8   self-play throughput on Ray with K workers (one GPU,
 #                                    1/K of it each): --selfplay-only, one DIR per K
 #
-# DIR lives on the machine (/tmp/zero-*): it survives between calls only while the machine
-# stays warm. Each call packs the state without the games (run.json, best, generations/,
+# DIR lives on the machine (/tmp/zero-*), which may not keep it between runs. Each run packs the state without the games (run.json, best, generations/,
 # the start, best and newest candidate networks, log.txt, the table and plot) into
-# $OUT/<dir>.tar.gz (one file: $OUT brings back at most 8), so unpacking it here and `leelaz zero <dir> --status` redraws the table and the
-# Elo plot; and if the machine went cold, put that tar.gz into the checkout's .zero-state/ and
-# carry .zero-state: the run goes on from it (the games of earlier generations are gone, so the
-# next window holds only new ones; a generation in progress replays its phase). Each call also
+# $OUT/<dir>.tar.gz (one file to copy back), so unpacking it here and `leelaz zero <dir> --status` redraws the table and the
+# Elo plot; and on a fresh machine, put that tar.gz into the checkout's .zero-state/ and
+# bring .zero-state along: the run goes on from it (the games of earlier generations are gone, so the
+# next window holds only new ones; a generation in progress replays its phase). Each run also
 # returns our OpenCL tuning file ($OUT/opencl_tuning.json): put it into .zero-state/ too, and
-# a cold machine skips the tuning before the loop (about two minutes).
-# Every call stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
-# call continues where it stopped).
+# a fresh machine skips the tuning before the loop (about two minutes).
+# Every run stops at BUDGET seconds (the loop is killed there, as a kill -9 would: the next
+# run continues where it stopped).
 #
-# Carry .whl/ (pyopencl wheels, cp312, as for dev/bench_gpu.sh). For `ray`, also Ray 2.60.0
-# (cp312) and the needs the GPU image may lack: its wheel (79 MB) does not fit one call's
-# 64 MiB beside the rest, so it travels in parts, `split -b 36M ray-2.60.0-cp312-*.whl
+# Needs .whl/ (pyopencl wheels, cp312, as for dev/bench_gpu.sh) in the checkout. For `ray`,
+# also Ray 2.60.0 (cp312) and the needs the machine may lack: its wheel (79 MB) is copied in
+# parts where a transfer is limited to 64 MiB, `split -b 36M ray-2.60.0-cp312-*.whl
 # ray.part-`: .whl-ray1/ holds ray.part-aa, .whl-ray2/ holds ray.part-ab, ray.part-ac and
 # deps/ (msgpack, jsonschema and its needs, the aiohttp helpers, multidict<7, packaging,
-# filelock; `pip download --no-deps` for cp312 as /work/.library/device/README.md says).
-# Carry .whl-ray1 in one call and .whl-ray2 in the next: every call copies what it carries
-# to /tmp/rayparts, which a warm machine keeps, and `ray` joins the parts.
-# The recipe (issue 16; the CPU evidence is in docs/performance.md): a uniform start (START:
+# filelock; `pip download --no-deps` for cp312).
+# Bring .whl-ray1 in one run and .whl-ray2 in the next: every run copies what it finds there
+# to /tmp/rayparts, which the machine keeps between runs, and `ray` joins the parts.
+# The recipe (issue 16; the CPU evidence is in docs/log.md): a uniform start (START:
 # the seeded random tower with both heads' last layer zero, uniform policy, value 0.5: Leela
 # Zero's all-zero start), so generation 1's self-play is random play; being random, it needs no
 # search, so it runs at FIRST_VISITS (2) for FIRST_GAMES (600) games played to the end (no
@@ -42,8 +41,8 @@
 # rules, never a pass that loses on the board's score): with -d, weak networks pass early and
 # the outcome is the komi, not the play (on the CPU, generation 1 against the start: 72-29
 # with -d, 40-0 without).
-# SIZE is 2x16: with it the tenth session's run promoted generations 1 and 3 and won the final
-# 60-0; a 6x64 network's candidates after generation 1 all lost (docs/performance.md).
+# SIZE is 2x16: with it the run of 2026-11-26 promoted generations 1 and 3 and won the final
+# 60-0; a 6x64 network's candidates after generation 1 all lost (docs/log.md).
 # Env: EXTRA (more `leelaz zero` flags for `loop`, e.g. --max-moves 300), SIZE (2x16), SEED (1),
 # START (uniform; random: peaked random heads), DUMBPASS (0; 1: autogtp's -d after gen 1),
 # FIRST_VISITS (2), FIRST_GAMES (600),
@@ -52,7 +51,7 @@
 # GENERATIONS (2), MATCH_GAMES (400), FINAL_GAMES (60), RAY_GAMES (64 per worker),
 # BACKEND (auto: OpenCL, tuned once before the loop; torch: cuDNN, no tuning),
 # LR (the trainer's peak learning rate; empty: its default, 0.002), NOISE (1; 0: --no-noise),
-# BUDGET (560 s for the whole call; `ray` skips a K that would start with under 90 s left),
+# BUDGET (560 s for the whole run; `ray` skips a K that would start with under 90 s left),
 # OUT (/tmp/zero-out).
 # LOCAL=1 is the dry run on a machine without a GPU (--cpu-only, tiny settings from the env),
 # e.g. LOCAL=1 SIZE=1x8 FIRST_GAMES=4 VISITS=2 MATCH_VISITS=2 GAMES=4 STEPS=4 BATCH=16 \
@@ -88,7 +87,7 @@ else
   python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.cuda.is_available())'
   # Tune OpenCL once for this network size and batch (PARALLEL games x 6 leaves), so that the
   # WORKERS processes of the first phase find it cached instead of all tuning at once.
-  # A tuning file carried back from an earlier call (.zero-state/opencl_tuning.json) spares it.
+  # A tuning file from an earlier run (.zero-state/opencl_tuning.json) spares it.
   mkdir -p $HOME/.local/share/leelaz
   [ -f .zero-state/opencl_tuning.json ] && [ ! -f $HOME/.local/share/leelaz/opencl_tuning.json ] \
     && cp .zero-state/opencl_tuning.json $HOME/.local/share/leelaz/
@@ -192,13 +191,13 @@ EOF
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
           --target /tmp/site /tmp/ray-*.whl /tmp/rayparts/deps/*.whl || exit 1
       else
-        echo "no Ray: carry .whl-ray1/ and .whl-ray2/ (see the header)"; exit 1
+        echo "no Ray: bring .whl-ray1/ and .whl-ray2/ (see the header)"; exit 1
       fi
     fi
     for K in ${*:-1 4 8}; do
       R=/tmp/zero-ray$K; LEFT=$((BUDGET - SECONDS))
       if [ $LEFT -lt 90 ]; then
-        echo "workers $K: skipped, ${LEFT}s left (run it in the next call)"; continue
+        echo "workers $K: skipped, ${LEFT}s left (run it again later)"; continue
       fi
       timeout -s KILL $LEFT $ZERO $R --size $SIZE --seed $SEED -v $VISITS \
         --games-per-gen $((RAY_GAMES * K)) --parallel $PARALLEL --ray auto --workers $K \
