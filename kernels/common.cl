@@ -32,7 +32,7 @@ typedef store_t mstore_t;
 #define LOADM(p, i) LOAD(p, i)
 #endif
 
-/* Winograd F(4x4, 3x3) constants (reference notes 4.6), s = sqrt(2). */
+/* Winograd F(4x4, 3x3) constants (src/kernels/convolve3.opencl), s = sqrt(2). */
 #define SQ2 1.41421356237309515f
 #define SQ2_2 0.707106781186547573f
 #define SQ2_4 0.353553390593273786f

@@ -1,4 +1,4 @@
-/* Winograd F(4x4, 3x3) input and output transforms (reference notes 4.6).
+/* Winograd F(4x4, 3x3) input and output transforms (Leela Zero's src/kernels/convolve3.opencl).
  *
  * Layouts (P = batch * TILES tile columns, padded to Ppad; C, K padded to Cpad, Kpad):
  *   activations  store_t [B][C][NUM_INTERSECTIONS]   (NCHW, row-major board, idx = y*19 + x)

@@ -20,7 +20,7 @@ Zero's threads have. However big the batch, at most
 one leaf per VISITS_PER_PENDING_LEAF root visits waits for the network (but MIN_PENDING_LEAVES
 always may, Leela Zero's own 10 on a GPU), so a small search is not made blind, breadth-first,
 by a big batch, which costs strength at a fixed number of visits. The measurements are in
-docs/performance.md and the README's Strength section.
+docs/performance.md, section "Strength".
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def numpy_workers(hw: int | None = None) -> int:
 
 
 def resolve_threads(cfg, hw: int | None = None) -> tuple[int, int]:
-    """(threads, batch size) as Leela.cpp picks them after parsing (reference §2), from an
+    """(threads, batch size) as Leela.cpp picks them after parsing (src/Leela.cpp), from an
     EngineConfig's cpu_only, threads, batchsize and gpus.
 
     CPU (--cpu-only): threads = min(t or hw, hw, 256); the batch size is 1 (each thread

@@ -1,4 +1,4 @@
-"""The `leelaz` command line and the composition root (reference §2).
+"""The `leelaz` command line and the composition root (Leela Zero's src/Leela.cpp).
 
 Owns: parsing and validating Leela Zero 0.17's flags into an EngineConfig, the start-up
 messages, the log file, and `build_engine`, the one place that wires game state, network,

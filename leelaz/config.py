@@ -1,4 +1,4 @@
-"""Start-up settings, as frozen dataclasses with Leela Zero 0.17's defaults (reference §2).
+"""Start-up settings, as frozen dataclasses with Leela Zero 0.17's defaults (src/GTP.cpp).
 
 Owns: EngineConfig (everything the command line sets) and DynKomiParams (the dynamic-komi
 fork's flags, resolved and checked by resolve_dyn_komi). Imports: stdlib only; anyone may import

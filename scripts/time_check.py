@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time control check: leelaz plays GNU Go under a clock and must never run out of time.
 
-Two games (reference §3.7 and §6.7):
+Two games (UCTSearch::think and src/TimeControl.cpp):
 - `time_settings 60 0 0` (60 s absolute): our clock is kept here from the wall time of every
   genmove (from writing the command to reading the reply); the game is lost on time if the
   total ever exceeds 60 s.

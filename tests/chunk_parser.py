@@ -1,4 +1,4 @@
-"""An independent reader of Leela Zero's text training chunks, written from reference §5 only.
+"""An independent reader of Leela Zero's text training chunks, after training/tf/chunkparser.py.
 
 It shares no code with leelaz.training (no NumPy either), so a bug in our writer cannot hide
 behind the same bug in the reader. It is strict: every line must match the layout exactly.

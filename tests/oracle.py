@@ -1,7 +1,7 @@
 """A deliberately naive Leela Zero network: direct convolutions with np.pad and loops, float64.
 
-The independent reference for the NumPy backend (style item 10). It reads NetWeights as loaded
-(bias already folded into the mean) and follows reference doc 4.2 step by step, with none of the
+The independent reference for the NumPy backend. It reads NetWeights as loaded
+(bias already folded into the mean) and follows src/CPUPipe.cpp step by step, with none of the
 backend's tricks: no Winograd, no folding of the scale into the weights, no fused heads.
 """
 

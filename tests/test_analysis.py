@@ -1,4 +1,4 @@
-"""lz-analyze tag grammar and the `info move` line, against the reference notes (§1.4) and
+"""lz-analyze tag grammar and the `info move` line, against UCTSearch::output_analysis and
 lines printed by the Leela Zero 0.17 binary."""
 
 from __future__ import annotations

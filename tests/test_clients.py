@@ -1,5 +1,5 @@
 """Real clients drive the engine as a subprocess: Sabaki through its own GTP library, and a
-session that talks and parses the way Lizzie 0.7.4 does (clients.md §1.1, §1.2, §1.6).
+session that talks and parses the way Lizzie 0.7.4 does (Sabaki's enginesyncer.js; Leelaz.java).
 
 - Sabaki: tests/clients/sabaki_session.js runs @sabaki/gtp's Controller and
   ControllerStateTracker against `python -m leelaz` (start-up burst, pipelined sync with
@@ -41,7 +41,7 @@ LIZZIE_SUMMARY = (
 
 #: The Debian binary (an assert build: NDEBUG unset) prints this at tree reuse, and so do we;
 #: Lizzie would read it as a summary line while thinking and throw. Release builds of LZ 0.17
-#: do not print it. Tolerated here as the one known exception (clients.md §1.6, item 5).
+#: do not print it. Tolerated here as the one known exception (see MoveData.fromSummary above).
 
 
 def _needs(what: str, present: bool) -> None:

@@ -1,4 +1,4 @@
-"""Input planes (reference doc 4.3), checked against boards written out by hand here."""
+"""Input planes (Network::gather_features), checked against boards written out by hand here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Line preprocessing and reply format (reference §1.1), checked against the binary's
+"""Line preprocessing and reply format (GTP::execute), checked against the binary's
 behaviour as recorded there, plus our one deliberate difference: file names keep their case."""
 
 from __future__ import annotations

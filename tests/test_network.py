@@ -1,4 +1,4 @@
-"""Network.evaluate: symmetries, averaging, version-2 flip, batching and the cache (doc 3.9, 4)."""
+"""Network.evaluate: symmetries, averaging, version-2 flip, batching and the cache (Network.cpp)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_outputs_are_probabilities(weights):
 
 @pytest.mark.parametrize("s", range(8))
 def test_symmetry_s_equals_identity_on_the_mirrored_game(weights, s):
-    """Under symmetry s the net sees exactly the mirrored game's identity input (doc 4.5)."""
+    """Under symmetry s the net sees exactly the mirrored game's identity input (get_symmetry)."""
     net = make_net(weights)
     a = net.evaluate([game()], symmetry=s, read_cache=False)[0]
     # game(s=t) puts the stone of point i on T_t(i); the net under s reads point T_s(i) at i.

@@ -1,4 +1,4 @@
-"""The 19-line record and the chunk files, against the spec (§5), libc's %g and Leela Zero's own
+"""The 19-line record and the chunk files, against src/Training.cpp, libc's %g and Leela Zero's own
 dump_supervised output."""
 
 from __future__ import annotations

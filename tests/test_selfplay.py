@@ -92,7 +92,7 @@ def test_chunks_match_the_sgf_move_for_move(games):
         resigned = result.endswith("+Resign")
         kinds["resigned" if resigned else "played out"] += 1
         # one record per search: every SGF move, plus the search that resigned (Leela Zero
-        # records the resigning position too, zero-loop.md §2.1)
+        # records the resigning position too, UCTSearch::think)
         assert len(records) == len(moves) + (1 if resigned else 0)
         if resigned:
             states.append(final)

@@ -211,7 +211,7 @@ def test_the_sprt_stop_is_the_whole_match(tmp_path):
 
 
 def _independent_llr(wins: int, losses: int) -> float:
-    """The server's LLR (zero-loop.md §3.3), written out here: no win or loss counts as 1."""
+    """The server's LLR (classes/utilities.js), written out here: no win or loss counts as 1."""
     w, l = max(wins, 1), max(losses, 1)
     n, s = w + l, max(wins, 1) / (max(wins, 1) + max(losses, 1))
     s0, s1 = 0.5, 1 / (1 + 10 ** (-35 / 400))

@@ -2,7 +2,7 @@
 
 The expected LLRs are computed in this file from the formula as the server's utilities.js
 writes it (with its own constants), and checked against the golden values that
-shared/docs/zero-loop.md §3.5 lists for the server's code; the decisions at each boundary are
+the server's LLR and SPRT (classes/utilities.js) give; the decisions at each boundary are
 derived independently by walking the rules by hand.
 """
 
@@ -73,7 +73,7 @@ def test_the_400_game_rules():
 
 
 def test_minimum_wins_to_pass():
-    """zero-loop.md §3.3: 67 at 101 games, 93 at 150, 120 at 200, 172 at 300, 220 at 400."""
+    """The server's SPRT: 67 at 101 games, 93 at 150, 120 at 200, 172 at 300, 220 at 400."""
     for games, wins in ((101, 67), (150, 93), (200, 120), (300, 172), (400, 220)):
         assert sprt.decide(wins, games - wins) == sprt.H1
         assert sprt.decide(wins - 1, games - wins + 1) != sprt.H1

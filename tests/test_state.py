@@ -196,7 +196,7 @@ def test_reset_keeps_komi_clock_settings():
 def test_final_score_adds_handicap_to_komi():
     s = GameState(komi=7.5)
     place_fixed_handicap(s, 2)
-    assert s.final_score() == 361 - 7.5 - 2  # reference §6.3: B+351.5
+    assert s.final_score() == 361 - 7.5 - 2  # FastBoard::area_score: B+351.5
     s = play_all(GameState(komi=0.5), ["b d4", "w q16"])
     assert s.final_score() == -0.5
 
@@ -234,7 +234,7 @@ def test_fixed_handicap_anchors_with_white_to_move():
 def test_free_handicap_grid():
     s = GameState()
     assert place_free_handicap(s, 12) == 12
-    assert stone_list_text(s) == "D4 D7 D10 D13 D16 G4 K4 K10 K16 Q4 Q10 Q16"  # reference §6.4
+    assert stone_list_text(s) == "D4 D7 D10 D13 D16 G4 K4 K10 K16 Q4 Q10 Q16"  # place_free_handicap
     assert (s.handicap, s.move_num, s.to_move) == (12, 0, WHITE)
 
     def choose(probe: GameState) -> int:  # stands in for the search

@@ -1,4 +1,4 @@
-"""The 8 symmetries in Leela Zero's numbering (reference doc 4.5) and the symmetric hash."""
+"""The 8 symmetries in Leela Zero's numbering (Network::get_symmetry) and the symmetric hash."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def test_replay_handles_captures_ko_and_illegal_moves():
 
 
 def test_symmetries_rotate_planes_and_targets_together():
-    """Symmetry s of a batch equals the NumPy transform of reference doc 4.5 applied to the
+    """Symmetry s of a batch equals the NumPy transform of Network::get_symmetry applied to the
     identity batch, and the policy target follows the stone that was played."""
     moves = [3 * 19 + 15, 15 * 19 + 3, 16 * 19 + 15, 2 * 19 + 2, 4 * 19 + 16]
     pack = dataset.GamePack(np.array(moves, np.uint16), np.array([5], np.int32),

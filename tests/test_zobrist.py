@@ -145,7 +145,7 @@ def test_fixed_handicap_hash_equals_reference():
 
 
 def test_empty_board_hash_formula():
-    """The §6.2 formula, computed here independently of Board."""
+    """FullBoard::calc_hash's formula, computed here independently of Board."""
     ko_hash = HASH_INIT
     for v in ALL_VERTICES:
         ko_hash ^= ZOBRIST[EMPTY][v]

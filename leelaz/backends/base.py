@@ -6,7 +6,7 @@ folded) and `join_packed` (packed batches joined into one). Imports: numpy only.
 see NumPy arrays and nothing of the game, the search or nn/.
 
 Contract of `Backend.forward(planes)`:
-    planes          float32 [B, 18, 19, 19]  input planes (Leela Zero's order, reference doc 4.3)
+    planes          float32 [B, 18, 19, 19]  input planes (Leela Zero's order, gather_features)
     returns         (policy_logits float32 [B, 362], value float32 [B])
     policy_logits   the policy FC output before softmax; slot 361 is pass
     value           (1 + tanh(v)) / 2 in [0, 1], from the value head's own point of view:

@@ -21,7 +21,7 @@ from leelaz.backends.base import input_defines
 #: Files concatenated, in this order, into every program (common.cl first: the others use it).
 KERNEL_FILES = ("common.cl", "winograd.cl", "sgemm.cl", "sgemm_tc.cl", "convolve1.cl")
 
-#: Board geometry and input layout the kernels are built for (reference notes 4.6; the layout
+#: Board geometry and input layout the kernels are built for (src/OpenCL.cpp; the layout
 #: is the seam's, backends/base.py, which nn/features.py encodes).
 BOARD_DEFINES = {"BOARD_SIZE": 19, "NUM_INTERSECTIONS": 361, "WTILES": 5, "TILES": 25,
                  "HEAD_OUTPUTS": 3, **input_defines()}

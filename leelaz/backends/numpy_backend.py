@@ -1,4 +1,4 @@
-"""The NumPy backend: Leela Zero's forward pass (reference doc 4.2) on the CPU, batched.
+"""The NumPy backend: Leela Zero's forward pass (src/CPUPipe.cpp) on the CPU, batched.
 
 Owns: `NumpyBackend`, `set_blas_threads`. Imports: numpy, batching (the default number of
 workers), backends.base, backends.winograd.

@@ -7,7 +7,7 @@ backends.base, and torch (an extra: `pip install 'leelaz[torch]'`; the engine ru
 so nothing else imports this module except through the registry).
 
 Why: NVIDIA's OpenCL has no tensor cores; cuDNN's fp16 convolutions do, and self-play on a
-big GPU is bound by the network. The computation is the NumPy backend's (reference doc 4.2):
+big GPU is bound by the network. The computation is the NumPy backend's (src/CPUPipe.cpp):
 batch norm folded into each convolution (weights x scale, bias -scale x mean), so every 3x3
 layer is one conv2d (+ residual) + ReLU; the two 1x1 head convolutions are one conv2d with 3
 outputs; the fully connected layers run in float32 whatever the precision, as the value's tanh

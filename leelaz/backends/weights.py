@@ -1,4 +1,4 @@
-"""Reading Leela Zero weights files (reference doc 4.1) into NetWeights.
+"""Reading Leela Zero weights files (Network::load_v1_network) into NetWeights.
 
 Owns: `load_weights(path) -> NetWeights`, `parse_tensors`/`parse_weights(data, source)`,
 `assemble`, `WeightsError`, and `weights_summary` (the start-up line Leela Zero prints).

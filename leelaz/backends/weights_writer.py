@@ -1,7 +1,7 @@
 """Writing Leela Zero weights files: the one writer of the package.
 
 Owns: the text form of a network (the version line, then one line of numbers per tensor, in
-file order, reference doc 4.1) and writing it completely or not at all, gzipped when the name
+file order, Network::load_v1_network) and writing it completely or not at all, gzipped when the name
 ends in `.gz`. Imports: numpy, leelaz.files.
 
 Both the trainer's export and the seeded random nets of `leelaz weights random` come through

@@ -1,4 +1,4 @@
-"""Winograd F(4x4, 3x3) for 19x19 boards (reference doc 4.6), shared by every backend.
+"""Winograd F(4x4, 3x3) for 19x19 boards (Network::winograd_transform_f), shared by every backend.
 
 Owns: the matrices G, Bt, At; `transform_filter` (filters -> U, done once when the weights
 load, and the layout the OpenCL backend uploads); the NumPy tile input/output transforms.

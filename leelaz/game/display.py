@@ -3,7 +3,7 @@
 Owns: `showboard_text(state)`. Imports: game.coords, game.state (and the state's clock object,
 which supplies its two lines through `display_lines()`).
 
-Layout (reference §1.3): a blank line; `Passes:` with Black's prisoners; the side to move with
+Layout (FastState.cpp): a blank line; `Passes:` with Black's prisoners; the side to move with
 White's prisoners; a blank line; the board with lower-case column letters (no i), rows 19..1
 labelled `%2d` on both sides, `+` on the nine star points and the last move in parentheses;
 a blank line; `Hash: %llX Ko-Hash: %llX`; a blank line; the two clock lines; a blank line.

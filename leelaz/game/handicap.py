@@ -1,4 +1,4 @@
-"""Handicap stones placed the way Leela Zero places them (reference §6.4, §1.3).
+"""Handicap stones placed the way Leela Zero places them (src/GameState.cpp).
 
 Owns: the fixed patterns for 2..9 stones, the free-handicap grid, and the stone list LZ replies
 with. Stones are played as black moves (so they enter the superko history), then White is to

@@ -6,7 +6,7 @@ when nothing was read). Imports: stdlib only.
 
 C++ `>>` skips leading white space and reads the longest leading number, so `19x` is 19 and
 `x19` is nothing. Where Leela Zero would go on with an overflowed or missing value, the GTP
-commands use the strict forms and answer a syntax error instead (README, "Where we differ").
+commands use the strict forms and answer a syntax error instead (docs/usage.md, "Where we differ").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns: splitting a collection into games the way Leela Zero does, a tolerant parser for one game
 (nodes, multi-valued properties, escapes, variations), reading .sgf and .sgf.gz files, the
-`SgfError` raised for anything malformed, and the printsgf layout (reference §6.6).
+`SgfError` raised for anything malformed, and the printsgf layout (src/SGFTree.cpp).
 Replaying a game onto a board lives in game/sgf_replay.py, which is the only caller that needs
 GameState; this module knows nothing about boards.
 Imports: stdlib, files (bounded reading) and game.coords only.
@@ -520,7 +520,7 @@ def engine_player_name(weights_path: str, version: str = "0.17") -> str:
 def format_printsgf(*, komi: float, clock_sgf: str, weights_path: str, result: str,
                     options: str, date: str, setup_black: Sequence[Vertex] = (),
                     moves: Sequence[tuple[Color, Vertex]] = ()) -> str:
-    """The text printsgf writes, in Leela Zero's exact layout (reference §6.6).
+    """The text printsgf writes, in Leela Zero's exact layout (SGFTree::state_to_string).
 
     komi: KM; clock_sgf: TimeControl.to_sgf(); weights_path: the -w argument (the player name
     uses its base name's first 8 characters); result: the RE value; options: the text after

@@ -2,7 +2,7 @@
 and the printsgf text of a GameState.
 
 Owns: the rules by which Leela Zero 0.17 turns an SGF root and its main line into a game
-(reference §1.3 loadsgf, §5 dump_supervised, §6.6), checked against the binary:
+(src/GTP.cpp loadsgf, Training::dump_supervised, src/SGFTree.cpp), checked against the binary:
 - GM other than 1, SZ other than 19 (a missing SZ is 19), a bad point anywhere on the main
   line, a setup stone or a move on a point held by the *other* colour: SgfError (the binary's
   "cannot load file"). Komi is 7.5 without KM, and 0 when KM is not a number, as in the binary.
@@ -226,7 +226,7 @@ def sgf_result(state: GameState) -> str:
     """RE for printsgf: `B+Resign`/`W+Resign`, else the final score (`B+3.5`, `W+0.5`, `0`).
 
     The score is state.final_score() (komi plus handicap). The binary sometimes leaves the
-    handicap out (right after fixed_handicap with no move played, reference §6.6); a caller
+    handicap out (right after fixed_handicap with no move played, src/SGFTree.cpp); a caller
     that wants that quirk passes its own result to sgf_from_state.
     """
     if state.resigned is not None:
@@ -236,7 +236,7 @@ def sgf_result(state: GameState) -> str:
 
 def sgf_from_state(state: GameState, weights_path: str = "", options: str = "",
                    result: str | None = None, date: str | None = None) -> str:
-    """printsgf's text for a game (reference §6.6), final (its `\\n\\n` already collapsed).
+    """printsgf's text for a game (src/SGFTree.cpp), final (its `\\n\\n` already collapsed).
 
     weights_path: the -w argument; options: the text after `Leela Zero options:` (each
     argument preceded by a space, ` --seed N` appended by the caller when LZ would);

@@ -9,7 +9,7 @@ Positions are immutable once pushed onto `history`: `play` copies the current Bo
 the copy. So `copy()` only copies two lists of references, and any number of search threads of
 thought can branch from one state. The hot path is `copy()` + `play()` (once per playout step).
 
-LZ details kept on purpose (reference §6.2, §6.5):
+LZ details kept on purpose (src/FastState.cpp, KoState.cpp, GameState.cpp):
 - `play` plays for any colour, ignores ko and superko, and removes a suicided string without
   prisoners; `play(c, RESIGN)` only sets `resigned`.
 - `set_to_move` and `set_passes` change the live position only; the position pushed by the last

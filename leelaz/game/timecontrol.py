@@ -1,6 +1,6 @@
 """The game clock: main time, Canadian or Japanese byo-yomi, and the per-move thinking budget.
 
-Owns: `TimeControl` (Leela Zero's TimeControl, reference §6.7): both players' clocks in
+Owns: `TimeControl` (Leela Zero's src/TimeControl.cpp): both players' clocks in
 centiseconds, charging them after a search (`start`/`stop`), GTP `time_left` (`adjust_time`),
 the budget for one search (`max_time_for_move`), the two `showboard` lines (`display_lines`),
 and the clock fields of an SGF root (TM/OT/BL/WL/OB/OW) in both directions.

@@ -90,7 +90,7 @@ def _packed_symmetric_deltas() -> list[list[int]]:
     """SYM_STONE_DELTA[colour][v]: STONE_DELTA[colour][T_s(v)] for the 8 symmetries s, packed
     into one int (bits 64s..64s+63). A board XORs these as it XORs STONE_DELTA, so it carries
     the stone terms of all 8 symmetric hashes at the cost of one big-int XOR per stone; the
-    network's cache looks positions up under their mirrors early in the game (doc 3.9)."""
+    network's cache looks positions up under their mirrors early in the game (src/NNCache.cpp)."""
     packed = [[0] * NUM_VERTICES for _ in (0, 1)]
     for v in ALL_VERTICES:
         x, y = v % STRIDE - 1, v // STRIDE - 1

@@ -1,4 +1,4 @@
-"""lz-analyze / lz-genmove_analyze: the tag grammar and the `info move ...` line (reference §1.4).
+"""lz-analyze / lz-genmove_analyze: the tag grammar and the `info move ...` line (src/GTP.cpp).
 
 Owns: `AnalyzeTags` (+ `parse_analyze_tags`) and `format_info_line`.
 Imports: game.coords, search.result.

@@ -1,4 +1,4 @@
-"""GTP commands about rules, the board, SGF files and the clock (reference §1.3).
+"""GTP commands about rules, the board, SGF files and the clock (src/GTP.cpp).
 
 Owns: the handlers of protocol_version ... kgs-chat that need no network and no search.
 Imports: gtp.engine, gtp.protocol, game.*, stdlib.

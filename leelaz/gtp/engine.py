@@ -59,7 +59,7 @@ from leelaz.gtp.session import Session
 
 Handler = Callable[[Command], "str | None"]
 
-#: list_commands order of Leela Zero 0.17 (reference §1.2). Registered commands are listed in
+#: list_commands order of Leela Zero 0.17 (GTP::s_commands). Registered commands are listed in
 #: this order; registered commands outside it and not hidden follow in registration order.
 LZ_COMMAND_ORDER = (
     "protocol_version", "name", "version", "quit", "known_command", "list_commands",

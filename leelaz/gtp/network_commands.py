@@ -4,7 +4,7 @@ Owns: `register(engine)` and the three handlers. Imports: gtp.protocol, nn.netwo
 leelaz.memory, stdlib, numpy. Reads the session's network (a Network, set by the composition
 root), state and, for the memory report, search when there is one.
 
-Output follows Leela Zero 0.17 (reference doc 1.3, 1.5): heatmaps go to stderr as 19 rows of
+Output follows Leela Zero 0.17 (src/GTP.cpp, show_heatmap): heatmaps go to stderr as 19 rows of
 `%3d ` (row 19 first; int(policy * 1000) on empty points, 0 on stones), `pass: %d`,
 `winrate: %f`, and the GTP reply is empty. Where Leela Zero aborts (`heatmap x`) or has
 undefined behaviour (`heatmap 9`), we reply `? ...` and keep serving.

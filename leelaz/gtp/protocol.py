@@ -1,6 +1,6 @@
 """GTP line protocol: one input line -> Command, one reply -> text. No I/O, no game state.
 
-Owns: Leela Zero 0.17's line preprocessing (reference §1.1), the Command value, GtpError,
+Owns: Leela Zero 0.17's line preprocessing (GTP::execute), the Command value, GtpError,
 and reply serialization. Imports: stdlib only.
 
 Preprocessing, as GTP::execute does it, one character at a time:

@@ -1,4 +1,4 @@
-"""GTP commands that write training data: dump_training and dump_supervised (reference §5).
+"""GTP commands that write training data: dump_training and dump_supervised (src/Training.cpp).
 
 Owns: argument parsing, error replies and progress output of the two commands, and the
 session's TrainingRecorder (`engine.session.recorder`, cleared on clear_board and boardsize).

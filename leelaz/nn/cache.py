@@ -1,4 +1,4 @@
-"""The network cache (reference doc 3.9): evaluations keyed by 64-bit position hash.
+"""The network cache (src/NNCache.cpp): evaluations keyed by 64-bit position hash.
 
 Owns: `NNCache`. Imports: stdlib, leelaz.memory.
 

@@ -1,4 +1,4 @@
-"""The network's input planes for a position (reference doc 4.3).
+"""The network's input planes for a position (Network::gather_features).
 
 Owns: the plane order (`planes_from_colours`, the one place that lays the planes out), and on
 it `input_planes(state) -> uint8 [18, 361]`, the one encoding used by the network, the

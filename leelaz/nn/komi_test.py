@@ -1,4 +1,4 @@
-"""`dyn_komi_test`: is a network's winrate monotone in the komi it is told? (dynamic-komi.md §5)
+"""`dyn_komi_test`: is a network's winrate monotone in its komi? (docs/dynamic-komi.md §5)
 
 Owns: the fork's test (`komi_test`: the komi grid, the sums of the rises, the verdict and the
 lines it prints) and `network_curve`, the side-to-move winrate of a position as a function of

@@ -1,4 +1,4 @@
-"""The network as the search sees it: positions in, (policy, winrate) out (reference doc 4).
+"""The network as the search sees it: positions in, (policy, winrate) out (src/Network.cpp).
 
 Owns: `Network`, `Evaluation`. Imports: numpy, nn.features, nn.symmetry, nn.cache,
 backends (registry, weights), game.coords.
@@ -108,7 +108,7 @@ class Network:
         return PendingEvaluations(self, states, results, todo, pending, write_cache)
 
     def _probe(self, states) -> list[Evaluation | None]:
-        """Exact cache hits, else (early in the game) hits on a mirrored position (doc 3.9).
+        """Exact cache hits, else (early in the game) hits on a mirrored position (src/NNCache.cpp).
 
         Hot path: the mirrors' hashes of all the batch's early misses are computed together.
         Nothing enters the cache before `result()`, so probing the whole batch first finds

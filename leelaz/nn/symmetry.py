@@ -1,4 +1,4 @@
-"""The 8 board symmetries, numbered as Leela Zero numbers them (reference doc 4.5).
+"""The 8 board symmetries, numbered as Leela Zero numbers them (Network::get_symmetry).
 
 Owns: `SYMMETRY_TABLE`, `transform_planes`, `untransform_policy(ies)`, `symmetry_hash(es)`
 and `symmetry_hashes_batch`.
@@ -107,7 +107,7 @@ def symmetry_hash(board, s: int) -> int:
     """LZ's calc_symmetry_hash: the full hash with every stone and the ko point moved by T_s.
 
     Like LZ, it has no pass term, so symmetry 0 equals `board.hash` only without passes.
-    The cache key of the mirrored position, used for symmetric cache look-ups (doc 3.9).
+    The cache key of the mirrored position, used for symmetric cache look-ups (src/NNCache.cpp).
     """
     return symmetry_hashes(board, (s,))[0]
 
@@ -134,7 +134,7 @@ _KO_KEYS = _ZOB_KO[_VERTEX_MAP.T]
 def symmetry_hashes_batch(boards) -> list[list[int]]:
     """`symmetry_hash(board, s)` for every board and all 8 s: hashes[i][s].
 
-    Hot path: the cache probes the 7 mirrors of every new leaf early in the game (doc 3.9).
+    Hot path: the cache probes the 7 mirrors of every new leaf early in the game (src/NNCache.cpp).
     The stones' terms come packed from each board (`sym_stones`), so the batch is one join
     of their bytes and three XORs: the empty points and side terms, and the ko point's."""
     n = len(boards)

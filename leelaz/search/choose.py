@@ -1,7 +1,7 @@
 """Choosing the move once the search is over: ordering, random play, pass and resign rules.
 
 Owns: `choose_move` and its helpers (Leela Zero's get_best_move, randomize_first_proportionally,
-get_nopass_child, should_resign; reference §3.6). Imports: game.coords, search.node,
+get_nopass_child, should_resign; src/UCTSearch.cpp). Imports: game.coords, search.node,
 search.params.
 
 The root's children are sorted in place (best first), as Leela Zero does, so the order that

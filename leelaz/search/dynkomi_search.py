@@ -109,7 +109,7 @@ class DynamicKomi:
     def pay_debts(self, path, value: float) -> int:
         """After `value` was backed up along `path` (root first): the extra updates that
         sure backup owes. With invalid N1..N(m-1) newly expanded above a valid Nm, each older
-        ancestor gets m updates in all and Ni gets m - i (doc T9). Returns the playouts added."""
+        ancestor gets m updates in all and Ni gets m - i (§7, T9). Returns the playouts added."""
         owed = 0
         paid = 0
         for node in reversed(path):

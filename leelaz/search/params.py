@@ -5,7 +5,7 @@ leelaz.memory (the batch policy's and the tree limit's defaults).
 
 The composition root (cli.py) maps the command-line flags into it; lz-setoption replaces it with
 `dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in search/ reads globals.
-Flag names are given per field (see the reference notes, section 2).
+Flag names are given per field (as Leela Zero's src/Leela.cpp spells them).
 """
 
 from __future__ import annotations

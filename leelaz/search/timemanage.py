@@ -1,5 +1,5 @@
 """Time management: the thinking budget and the early stop (LZ's have_alternate_moves,
-prune_noncontenders and est_playouts_left; reference §3.7).
+prune_noncontenders and est_playouts_left; UCTSearch::think).
 
 Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `count_noncontenders`,
 `two_contenders_by_visits`, `EarlyStop` (with `have_alternate_moves`).

@@ -7,7 +7,7 @@ Owns: `bench_selfplay`, `reference_selfplay` (K `leelaz -g` processes playing ge
 selfplay.selfplay. The command line is leelaz/tools/bench/selfplay.py.
 
 The reference: K processes of `LZ -g -q --noponder -v 1601 -r 5 -m 30 -n -d -t 6 --batchsize
-5 -w NET -s SEED` (autogtp's self-play line, zero-loop.md §1.3; `--cpu-only` added when
+5 -w NET -s SEED` (autogtp's self-play line, autogtp/Management.cpp; `--cpu-only` added when
 asked), each sent `genmove b` / `genmove w` in turn until a resignation, two passes or more
 than 722 moves, then replaced by a fresh process (autogtp starts one per game). Moves/s =
 all moves answered by all processes / wall time, start-up included, as autogtp's own

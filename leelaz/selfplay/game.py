@@ -16,7 +16,7 @@ winner is the other colour after a resignation, else the sign of the Tromp-Taylo
 function `dump_training` writes, so the file is byte for byte what `dump_training <winner>
 FILE` would give after this game.
 
-The debug text is Leela Zero's `dump_debug` (zero-loop.md §2.2): `2`, `<resign pct> <weights>`,
+The debug text is Leela Zero's `dump_debug` (Training::dump_debug): `2`, `<resign pct> <weights>`,
 then per recorded search `net_winrate root_winrate best_child_winrate best_child_visits`, all
 from the side to move; the resign analysis reads it.
 """

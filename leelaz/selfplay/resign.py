@@ -2,7 +2,7 @@
 
 Owns: `analyse`, `ThresholdRow`, `report`. Imports: stdlib only (the files are read here).
 
-Leela Zero's scripts/resign_analysis/resign_analysis.py (zero-loop.md §4.2) reads, for the
+Leela Zero's scripts/resign_analysis/resign_analysis.py reads, for the
 games played with `-r 0` (the 10 % no-resign share), the per-search debug records that
 `dump_debug` writes: `net_winrate root_winrate best_child_winrate best_child_visits`, all
 from the side to move. For a threshold t the FIRST record whose best-child winrate is below t

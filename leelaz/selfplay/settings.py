@@ -6,7 +6,7 @@ EngineConfig -> SearchParams mapping), search.params.
 
 autogtp's self-play line is `leelaz -p 0 -v 1601 -r 5 -m 30 -t 6 --batchsize 5 -d -n
 --noponder -s SEED` with 10 % of the tasks at `-r 0`; a match gives both engines `-v 1600 -r 5
--m 0 -d --noponder` (no `-n`) and the same seed (shared/docs/zero-loop.md §1.3). Every
+-m 0 -d --noponder` (no `-n`) and the same seed (autogtp/Management.cpp). Every
 engine option is overridable with the `EngineConfig` field of its flag (`visits`, `resignpct`,
 `noise`, `randomcnt`, `dumbpass`, `threads`, ...).
 """
@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from leelaz.config import EngineConfig
 from leelaz.search.params import SearchParams
 
-#: autogtp's self-play options (server task options since 2019, zero-loop.md §3.1).
+#: autogtp's self-play options (leela-zero-server's server.js, /get-task, since 2019).
 SELFPLAY_DEFAULTS = dict(visits=1601, noise=True, randomcnt=30, resignpct=5, dumbpass=True,
                          ponder=False, quiet=True)
-#: The server's match options (zero-loop.md §3.2): the `lz-gate` preset.
+#: The server's match options (server.js, /request-match): the `lz-gate` preset.
 MATCH_DEFAULTS = dict(visits=1600, noise=False, randomcnt=0, resignpct=5, dumbpass=True,
                       ponder=False, quiet=True)
 #: Share of self-play games played out without resigning (server since 2018-09).
 NO_RESIGN_SHARE = 0.1
-#: autogtp stops a game after more than this many moves (zero-loop.md §1.4).
+#: autogtp stops a game after more than this many moves (autogtp/Game.cpp).
 MAX_MOVES = 722
 #: Leaves in flight per game when -t is not given: autogtp's `-t 6`.
 AUTOGTP_THREADS = 6

@@ -2,7 +2,7 @@
 
 Owns: `llr`, `decide`, `Decision` values, `elo`. Imports: stdlib only.
 
-Read from leela-zero-server's classes/utilities.js (shared/docs/zero-loop.md §3.3): H0 Elo 0,
+Read from leela-zero-server's classes/utilities.js (LLR, SPRTold, SPRT): H0 Elo 0,
 H1 Elo 35, alpha = beta = 0.05, no draws (each game is a win or a loss of the candidate).
 
     LLR = (s1 - s0)(2 s - s0 - s1) / (2 s (1 - s) / N)      s = W / N, W or L of 0 counted as 1

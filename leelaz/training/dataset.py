@@ -3,7 +3,7 @@
 Owns: the game pack format (what scripts/prepare_gpu_data.py writes), the replay of a move
 list into the sequence of boards, `PositionSet` (every position of a set of games, held as one
 board row per position so that the 8 history planes are 8 row lookups), batch assembly with
-per-sample symmetry, and reading Leela Zero's text training chunks (reference doc 5).
+per-sample symmetry, and reading Leela Zero's text training chunks (training/tf/chunkparser.py).
 Imports: numpy, stdlib, game.coords, nn.features (the plane layout), nn.symmetry (the
 symmetry tables); lazily torch (batches), training.records/chunks
 (chunk files) and training.supervised (SGF files that are not one plain game per line).
@@ -15,7 +15,7 @@ in tests/test_trainer.py. The engine's GameState stays the reference for everyth
 
 Board rows use Leela Zero's colour numbers per intersection index (BLACK 0, WHITE 1, EMPTY 2).
 Row i of a game is the board *before* move i, so position i's history plane h is row i - h
-(zero when i - h < 0, as Leela Zero leaves planes older than the game empty, reference doc 4.3).
+(zero when i - h < 0, as Leela Zero leaves planes older than the game empty, gather_features).
 The side to move at position i is Black for even i: Tygem games have no handicap and record
 passes as moves, so turns alternate.
 
@@ -386,7 +386,7 @@ class TorchPositions:
 
 
 # ---------------------------------------------------------------------------------------------
-# Leela Zero text training chunks (reference doc 5)
+# Leela Zero text training chunks (training/tf/chunkparser.py)
 
 
 def read_chunk(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

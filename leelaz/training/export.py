@@ -1,6 +1,6 @@
 """Writing a trained network as a Leela Zero weights file (version 1, text or gzip).
 
-Owns: the mapping from LeelaNet's tensors to the file's lines (reference doc 4.1); the text and
+Owns: the mapping from LeelaNet's tensors to the file's lines (src/Network.cpp); the text and
 the atomic write are backends.weights_writer's, the package's one writer. Imports: torch,
 numpy, torch_model, backends.weights_writer.
 

@@ -1,7 +1,7 @@
 """TrainingRecorder: one training step per search, written out with the winner at game end.
 
 Owns: the in-memory buffer of (input planes, side to move, root child visit distribution) and
-`dump_training COLOR FILE` semantics (reference §5): all buffered steps go, as one game, to
+`dump_training COLOR FILE` semantics (src/Training.cpp): all buffered steps go, as one game, to
 `FILE.0.gz`, each with outcome +1 if its side to move is the winner, else -1. The buffer is
 not cleared by dumping; clear_board and boardsize clear it.
 Imports: numpy, game.coords, training.records, training.chunks; nn.features lazily (the

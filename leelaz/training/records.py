@@ -1,11 +1,11 @@
 """Leela Zero's 19-line text training record ("v1" in LZ's training scripts): writer and reader.
 
-Owns: the record layout of reference §5 and nothing else (no files, no games).
+Owns: the record layout of src/Training.cpp and nothing else (no files, no games).
 Imports: numpy, game.coords.
 
 One record is one position, 19 lines, each ending in a newline:
 
-    lines 1-16  planes 0..15 of the input features (§4.3), one line each: the 361 bits
+    lines 1-16  planes 0..15 of the input features (gather_features), one line each: the 361 bits
                 b[0..360] (b[i] = intersection i = y*19 + x). The first 360 bits are written
                 as 90 lower-case hex digits, 4 bits per digit, the first bit the most
                 significant; then one character, `0` or `1`, for b[360]. 91 characters.

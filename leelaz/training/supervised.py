@@ -1,6 +1,6 @@
 """Supervised training data from SGF collections: `dump_supervised` and a fast position iterator.
 
-Owns: Leela Zero's rules for which games become training data (reference §5), the
+Owns: Leela Zero's rules for which games become training data (src/Training.cpp), the
 `dump_supervised SGF OUT` pipeline (read, shuffle, replay, 32 games per chunk), and the
 iterators the trainer uses. Imports: numpy, game (coords, outcome, sgf, sgf_replay, state),
 nn.features, training.records, training.chunks.
@@ -298,7 +298,7 @@ class GameArrays:
         return len(self.slots)
 
     def planes(self, packed: bool = False) -> np.ndarray:
-        """uint8 [T, 18, 361] input planes (reference §4.3); packed: [T, 18, 46] packbits."""
+        """uint8 [T, 18, 361] input planes (gather_features); packed: [T, 18, 46] packbits."""
         return history_planes(self.boards, self.to_move, packed)
 
 

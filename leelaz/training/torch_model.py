@@ -1,7 +1,7 @@
 """Leela Zero's residual network in PyTorch, for training.
 
 Owns: the trainable model whose parameters map one to one onto a Leela Zero weights file
-(reference doc 4.1, 4.2). Imports: torch only (the trainer's extra dependency).
+(src/Network.cpp). Imports: torch only (the trainer's extra dependency).
 
 Architecture, with F filters and B blocks (identical to the C++ engine's forward pass):
     input conv 3x3 18->F, BN, ReLU

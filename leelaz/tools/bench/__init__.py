@@ -2,7 +2,7 @@
 lz-analyze, with the C++ Leela Zero 0.17 measured in the same run where it is installed.
 
 Owns: the `bench` group; each mode is a module of this package. Imports: click and the modes.
-Speed targets live here (and in the README's tables made with these commands), never in tests.
+Speed targets live here (and in docs/performance.md, made with these commands), never in tests.
 """
 
 from __future__ import annotations
