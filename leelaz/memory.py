@@ -1,4 +1,4 @@
-"""Memory accounting, all of it, in Leela Zero 0.17's own figures (src/NNCache.cpp, UCTNode.cpp).
+"""Memory accounting, all of it, in Leela Zero 0.17's own figures (src/NNCache.cpp, GTP.cpp).
 
 Owns: what the tree, the network cache and the network are said to cost (Leela Zero's
 estimates, not what Python really spends: GUIs and lz-setoption users compare the figures with
