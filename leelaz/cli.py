@@ -8,6 +8,12 @@ Differences from Leela Zero, on purpose:
 - Without -g, Leela Zero's console mode: the licence text, then before each command the
   position on stderr and a `Leela: ` prompt on stdout (commands are still GTP). The licence
   text names leelaz, not Leela Zero.
+- The first stderr line (unless -q) names leelaz, its version and the weights file loaded, as
+  an absolute path (identity_line): the C++ program answers `name` and `version` alike, and a
+  user must be able to tell which engine a GUI started and on which network. `--version`
+  prints the version and the command a GUI should run.
+- `--help` lists the verbs first, then the flags under Leela Zero's headings, leelaz's own and
+  the dynamic-komi fork's under theirs.
 - With no -w and no default network (neither Leela Zero's default path nor a network shipped
   in the package's weights/ folder), the engine still starts and serves the commands that need
   no network, and says so on stderr. With -w FILE, a missing or bad file is an error (exit 1).
@@ -27,15 +33,17 @@ import click
 from leelaz.batching import resolve_threads, search_batch_size
 from leelaz.config import (BACKEND_CHOICES, BACKEND_HELP, DEFAULT_WEIGHTS, PRECISION_CHOICES,
                            TIMEMANAGE_CHOICES, EngineConfig, resolve_dyn_komi)
-from leelaz.tools import VERBS, is_verb, run_verb
+from leelaz import GTP_VERSION, __version__
+from leelaz.tools import VERBS, is_verb, run_verb, verb_summary
 
 #: The command groups that other modules provide; each is registered if it is installed.
 OPTIONAL_GROUPS = ("leelaz.gtp.network_commands", "leelaz.gtp.search_commands",
                    "leelaz.gtp.training_commands", "leelaz.gtp.dynkomi_commands")
 UINT64_MAX = 2**64 - 1
 
-LICENCE = """\
-leelaz 0.17 (Leela Zero 0.17 in Python). This program comes with ABSOLUTELY NO WARRANTY.
+LICENCE = f"""\
+leelaz {__version__} (Leela Zero {GTP_VERSION} in Python).
+This program comes with ABSOLUTELY NO WARRANTY.
 This is free software, and you are welcome to redistribute it under the terms of the
 GNU General Public License, version 3 or later.
 
@@ -49,86 +57,171 @@ class UsageProblem(Exception):
 # ---- parsing ------------------------------------------------------------------------------
 
 def _command() -> click.Command:
-    opts = [
-        click.Option(["-g", "--gtp"], is_flag=True, help="Enable GTP mode."),
-        click.Option(["-t", "--threads"], type=click.IntRange(0, None), default=0,
-                     show_default=True, help="Number of threads to use (0 = pick one)."),
-        click.Option(["-p", "--playouts"], type=click.IntRange(0, None), default=None,
-                     help="Limit the playouts per move (0 = no limit). Requires --noponder."),
-        click.Option(["-v", "--visits"], type=click.IntRange(0, None), default=None,
-                     help="Limit the visits per move (0 = no limit)."),
-        click.Option(["-b", "--lagbuffer"], type=click.IntRange(0, None), default=100,
-                     show_default=True, help="Safety margin for time usage in centiseconds."),
-        click.Option(["-r", "--resignpct"], type=click.IntRange(-1, 100), default=None,
-                     help="Resign when winrate is less than x%. -1 uses 10% scaled for "
-                          "handicap, 0 never resigns.  [default: -1; 0 with --handicap]"),
-        click.Option(["-w", "--weights"], default=None, metavar="FILE",
-                     help=f"File with network weights [default: {DEFAULT_WEIGHTS}, else the "
-                          "network shipped with leelaz]."),
-        click.Option(["-l", "--logfile"], default=None, metavar="FILE",
-                     help="File to log input/output to."),
-        click.Option(["-q", "--quiet"], is_flag=True, help="Disable all diagnostic output."),
-        click.Option(["--timemanage"], type=click.Choice(TIMEMANAGE_CHOICES), default="auto",
-                     show_default=True,
-                     help="Time management: auto = no_pruning with -n, otherwise on; on = stop "
-                          "when the best move can't change; fast = also play faster; "
-                          "no_pruning = for self-play."),
-        click.Option(["--noponder"], is_flag=True, help="Disable thinking on opponent's time."),
-        click.Option(["--benchmark"], is_flag=True,
-                     help="Test network and exit. Default args: -v3200 --noponder -m0 -t1 -s1."),
-        click.Option(["--cpu-only"], is_flag=True, help="Do not use OpenCL device(s)."),
-        click.Option(["--gpu"], type=click.IntRange(0, None), multiple=True, metavar="ID",
-                     help="ID of the OpenCL device(s) to use (repeatable)."),
-        click.Option(["--backend"], type=click.Choice(BACKEND_CHOICES), default="auto",
-                     show_default=True,
-                     help="leelaz: the network's backend. " + BACKEND_HELP + " PyTorch "
-                          "needs pip install 'leelaz[torch]'."),
-        click.Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
-                     help="leelaz: in analysis (lz-analyze, pondering) search each position "
-                          "in this many processes at once, each its own tree, their batches "
-                          "joined in one network server process (PyTorch in half precision "
-                          "where it has CUDA), their root statistics merged; genmove is one "
-                          "tree. 0 (default) = one per two cores up to 8 on a GPU, 1 on the "
-                          "CPU or with -v/-p; 1 = one tree, as Leela Zero."),
-        click.Option(["--full-tuner"], is_flag=True,
-                     help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
-        click.Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),
-        click.Option(["--batchsize"], type=click.IntRange(0, None), default=0,
-                     show_default=True, help="Max batch size (0 = pick one)."),
-        click.Option(["--precision"], type=click.Choice(PRECISION_CHOICES), default=None,
-                     help="Floating-point precision (single/half/auto) [default: auto]."),
-        click.Option(["-n", "--noise"], is_flag=True,
-                     help="Enable policy network randomization."),
-        click.Option(["-s", "--seed"], type=click.IntRange(0, UINT64_MAX), default=None,
-                     help="Random number generation seed."),
-        click.Option(["-d", "--dumbpass"], is_flag=True,
-                     help="Don't use heuristics for smarter passing."),
-        click.Option(["-m", "--randomcnt"], type=click.IntRange(0, None), default=0,
-                     show_default=True, help="Play more randomly the first x moves."),
-        click.Option(["--randomvisits"], type=click.IntRange(0, None), default=1,
-                     show_default=True,
-                     help="Don't play random moves if they have <= x visits."),
-        click.Option(["--randomtemp"], type=click.FloatRange(0, None, min_open=True),
-                     default=1.0, show_default=True,
-                     help="Temperature to use for random move selection."),
-    ] + _dyn_komi_options()
-    return click.Command(
-        "leelaz", params=opts + [click.Argument(["stray"], nargs=-1, metavar="")],
+    """The engine's command line: Leela Zero 0.17's flags under its --help's headings, then
+    leelaz's own flags, then the dynamic-komi fork's. The headings only shape --help; parsing
+    sees one flat list of options, as Leela Zero's boost::program_options does."""
+    int_ = click.IntRange(0, None)
+    generic = [
+        _Option(["-g", "--gtp"], is_flag=True, help="Enable GTP mode (what GUIs use)."),
+        _Option(["-t", "--threads"], type=int_, default=0, metavar="N",
+                show_default=True, help="Number of threads to use (0 = pick one)."),
+        _Option(["-p", "--playouts"], type=int_, default=None, metavar="N",
+                help="Limit the playouts per move (0 = no limit). Requires --noponder."),
+        _Option(["-v", "--visits"], type=int_, default=None, metavar="N",
+                help="Limit the visits per move (0 = no limit)."),
+        _Option(["-b", "--lagbuffer"], type=int_, default=100, metavar="CS",
+                show_default=True, help="Safety margin for time usage in centiseconds."),
+        _Option(["-r", "--resignpct"], type=click.IntRange(-1, 100), default=None,
+                metavar="PCT",
+                help="Resign when winrate is less than x%. -1 uses 10% scaled for "
+                     "handicap, 0 never resigns.  [default: -1; 0 with --handicap]"),
+        _Option(["-w", "--weights"], default=None, metavar="FILE",
+                help="File with network weights. " + _default_network_rule()),
+        _Option(["-l", "--logfile"], default=None, metavar="FILE",
+                help="File to log input/output to."),
+        _Option(["-q", "--quiet"], is_flag=True, help="Disable all diagnostic output."),
+        _Option(["--timemanage"], type=click.Choice(TIMEMANAGE_CHOICES), default="auto",
+                show_default=True,
+                help="Time management: auto = no_pruning with -n, otherwise on; on = stop "
+                     "when the best move can't change; fast = also play faster; "
+                     "no_pruning = for self-play."),
+        _Option(["--noponder"], is_flag=True, help="Disable thinking on opponent's time."),
+        _Option(["--benchmark"], is_flag=True,
+                help="Test network and exit. Default args: -v3200 --noponder -m0 -t1 -s1."),
+        _Option(["--cpu-only"], is_flag=True, help="Do not use OpenCL device(s)."),
+    ]
+    opencl = [
+        _Option(["--gpu"], type=int_, multiple=True, metavar="ID",
+                help="ID of the OpenCL device(s) to use (repeatable)."),
+        _Option(["--full-tuner"], is_flag=True,
+                help="Try harder to find an optimal OpenCL tuning (needs --precision)."),
+        _Option(["--tune-only"], is_flag=True, help="Tune OpenCL only and then exit."),
+        _Option(["--batchsize"], type=int_, default=0, metavar="N",
+                show_default=True, help="Max batch size (0 = pick one)."),
+        _Option(["--precision"], type=click.Choice(PRECISION_CHOICES), default=None,
+                help="Floating-point precision (single/half/auto) [default: auto]."),
+    ]
+    selfplay = [
+        _Option(["-n", "--noise"], is_flag=True,
+                help="Enable policy network randomization."),
+        _Option(["-s", "--seed"], type=click.IntRange(0, UINT64_MAX), default=None,
+                metavar="N", help="Random number generation seed."),
+        _Option(["-d", "--dumbpass"], is_flag=True,
+                help="Don't use heuristics for smarter passing."),
+        _Option(["-m", "--randomcnt"], type=int_, default=0, metavar="N",
+                show_default=True, help="Play more randomly the first x moves."),
+        _Option(["--randomvisits"], type=int_, default=1, metavar="N",
+                show_default=True,
+                help="Don't play random moves if they have <= x visits."),
+        _Option(["--randomtemp"], type=click.FloatRange(0, None, min_open=True),
+                default=1.0, show_default=True, metavar="T",
+                help="Temperature to use for random move selection."),
+    ]
+    own = [
+        _Option(["--backend"], type=click.Choice(BACKEND_CHOICES), default="auto",
+                show_default=True,
+                help="The network's backend. " + BACKEND_HELP + " PyTorch "
+                     "needs pip install 'leelaz[torch]'."),
+        _Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
+                metavar="N",
+                help="Analysis (lz-analyze, pondering) searches each position in N "
+                     "processes at once, their root statistics merged; genmove is one "
+                     "tree. 0 (default) = one per two cores up to 8 on a GPU, 1 on the "
+                     "CPU or with -v/-p; 1 = one tree, as Leela Zero."),
+        _Option(["--version"], is_flag=True, expose_value=False, is_eager=True,
+                callback=_print_version,
+                help="Print leelaz's version and the command a GUI should run, then exit."),
+    ]
+    sections = [("Generic options (Leela Zero 0.17's)", generic),
+                ("OpenCL device options", opencl),
+                ("Self-play options", selfplay),
+                ("leelaz's own options", own),
+                ("Dynamic komi (the dynamic-komi fork's flags, docs/dynamic-komi.md)",
+                 _dyn_komi_options())]
+    return EngineCommand(
+        "leelaz", sections=sections,
+        params=[p for _, group in sections for p in group]
+        + [click.Argument(["stray"], nargs=-1, metavar="")],
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-        help="Leela Zero 0.17 in Python: a Go engine speaking GTP.",
-        epilog="Tools are verbs of the same program: leelaz VERB --help, for VERB in "
-               + ", ".join(VERBS) + ".",
+        help="Leela Zero 0.17 in Python: a Go engine speaking GTP, with the tools to make "
+             "and test its networks. A GUI (Sabaki, Lizzie) runs it as `leelaz -g`; in a "
+             "terminal, `leelaz` alone reads the same commands after a `Leela: ` prompt.",
         callback=lambda **kw: kw)
+
+
+def _default_network_rule() -> str:
+    """Where the engine finds its network without -w, as find_weights applies it."""
+    shipped = shipped_weights()
+    return (f"Without -w: {DEFAULT_WEIGHTS} (Leela Zero's default) if that file exists, "
+            "else the network shipped with leelaz"
+            + (f" ({os.path.basename(shipped)})" if shipped else "") + ".")
+
+
+class _Option(click.Option):
+    """An engine flag whose help leaves out click's `[x>=0]` range notes: the text says what
+    a value means, and a bad one is refused with the range when parsing."""
+
+    def get_help_extra(self, ctx: click.Context):
+        extra = super().get_help_extra(ctx)
+        extra.pop("range", None)
+        return extra
+
+
+class EngineCommand(click.Command):
+    """The engine's click command with a --help for newcomers: the two usages, the verbs with
+    a line each, then the flags under their headings (`sections`: (title, options))."""
+
+    def __init__(self, *args, sections: list[tuple[str, list[click.Option]]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sections = sections
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage("leelaz", "[OPTIONS]          the Go engine (GTP)")
+        formatter.write_usage("leelaz", "VERB [ARGS]...     a tool: leelaz VERB --help",
+                              prefix="       ")
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Verbs"):
+            formatter.write_dl([(name, verb_summary(name)) for name in VERBS])
+        help_option = self.get_help_option(ctx)
+        for title, options in self.sections:
+            rows = [opt.get_help_record(ctx) for opt in options]
+            if title.startswith("Generic") and help_option is not None:
+                rows.insert(0, help_option.get_help_record(ctx))
+            with formatter.section(title):
+                formatter.write_dl([row for row in rows if row is not None])
+
+
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    """--version: the program, its version (the package's, leelaz.__version__), the GTP
+    identity it answers, and the absolute command line that started it, for a GUI's engine
+    setting (a venv's bin/leelaz is not on a desktop's PATH)."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"leelaz {__version__}\n"
+               f"Speaks the GTP of Leela Zero {GTP_VERSION} (name: Leela Zero, "
+               f"version: {GTP_VERSION}) and takes its flags.\n"
+               f"Command for a GUI: {own_command()}")
+    ctx.exit(0)
+
+
+def own_command() -> str:
+    """The absolute command that runs this program: the console script's path (not resolved:
+    a venv's python is a link out of the venv), or this Python with -m leelaz."""
+    script = sys.argv[0] if sys.argv else ""
+    if script and os.path.basename(script) == "leelaz" and os.path.isfile(script):
+        return os.path.abspath(script)
+    return f"{sys.executable} -m leelaz"
 
 
 def _dyn_komi_options() -> list[click.Option]:
     """The dynamic-komi fork's flags (docs/dynamic-komi.md §1), spelt as the fork spells
     them. None/False = not given; config.resolve_dyn_komi applies presets and validates."""
     def flag(name, text):
-        return click.Option([name], is_flag=True, help=text)
+        return _Option([name], is_flag=True, help=text)
 
     def value(name, kind, text):
-        return click.Option([name], type=kind, default=None, help=text)
+        return _Option([name], type=kind, default=None, help=text)
 
     return [
         flag("--handicap", "Dynamic komi for handicap games (band .12/.06/.03, -r 0); add "
@@ -280,12 +373,19 @@ def _safe_write(stream, text: str) -> None:
 
 
 def find_weights(cfg: EngineConfig) -> str | None:
-    """The network to load: -w, else Leela Zero's default path, else one shipped in the
-    package (weights/*.gz), else None."""
+    """The network to load: -w, else Leela Zero's default path if it is a file, else the one
+    shipped in the package (shipped_weights), else None; --help says so
+    (_default_network_rule)."""
     if cfg.weights is not None:
         return cfg.weights
     if os.path.isfile(DEFAULT_WEIGHTS):
         return DEFAULT_WEIGHTS
+    return shipped_weights()
+
+
+def shipped_weights() -> str | None:
+    """The network shipped with leelaz: the first *.gz by name in the checkout's weights/
+    folder, else in the installed package's (where a wheel puts weights/: leelaz.weights)."""
     folders = [Path(__file__).resolve().parent.parent / "weights"]  # a checkout
     try:
         import leelaz.weights as pkg  # an installed package: weights/ becomes leelaz.weights
@@ -298,6 +398,15 @@ def find_weights(cfg: EngineConfig) -> str | None:
         if nets:
             return str(nets[0])
     return None
+
+
+def identity_line(path: str | None, weights) -> str:
+    """The engine's first stderr line: which program this is (the C++ Leela Zero answers
+    `name` and `version` alike) and which network file it loaded, as an absolute path."""
+    if path is None:
+        return f"leelaz {__version__}: no network weights"
+    shape = f" ({weights.blocks} blocks x {weights.filters} filters)" if weights else ""
+    return f"leelaz {__version__}: weights {os.path.abspath(path)}{shape}"
 
 
 def _optional_module(name: str):
@@ -446,9 +555,7 @@ def run(argv: list[str], stdin=None, stdout=None, stderr=None) -> int:
         return 0
     log = None
     if cfg.logfile:
-        log = open_log(cfg.logfile, stderr)
-        if log is not None and not cfg.quiet:
-            _safe_write(stderr, f"Logging to {cfg.logfile}.\n")
+        log = open_log(cfg.logfile, stderr)  # "Logging to" follows the identity line
     try:
         return _start(cfg, stdin, stdout, stderr, log)
     finally:
@@ -473,6 +580,9 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     except (OSError, ValueError) as exc:
         stderr.write(f"ERROR: {exc}\n")
         return 1
+    say(identity_line(path, weights) + "\n")
+    if log is not None and not cfg.quiet:
+        _safe_write(stderr, f"Logging to {cfg.logfile}.\n")
     notes: list[str] = []
     asked = cfg
     cfg, prefer = _choose_search_backend(cfg, weights, notes)

@@ -1,19 +1,32 @@
-"""Progress bars for long work: tqdm when it is installed, nothing when it is not.
+"""Progress of long work: a tqdm bar on a terminal, a plain line every 30 s in a log.
 
-Owns: `progress(total, desc)`, the one way the verbs and the trainer show progress. Imports:
-tqdm (an extra: `pip install 'leelaz[tools]'`), lazily; any module may use it.
+Owns: `progress(total, desc, unit, enabled)`, the one way the verbs and the trainer show
+progress. Imports: tqdm (a dependency), lazily; any module may use it.
 
-The bar goes to stderr and only when stderr is a terminal, so piped output and logs hold just
-the verb's own lines; `say` prints a line above the bar without breaking it.
+On a terminal the bar goes to stderr with tqdm's estimate of the time left (it has one when
+`total` is given). When stderr is not a terminal (a log file, `nohup`, a pipe), a bar's
+carriage returns would be noise, so a plain line goes to stderr instead, at most every
+LINE_SECONDS: `desc: done/total unit (percent), elapsed, about N left`, so that the logs of
+long runs show how far they are too. `say` prints a line on stdout without breaking the bar.
+
+Work done before this run (a resumed self-play folder or Zero run adds its finished games
+with one `update` at the start) counts towards done/total but not towards the rate: updates
+within the first STARTUP_SECONDS are taken as such, so the estimate is this run's pace.
 """
 
 from __future__ import annotations
 
 import sys
+import time
+
+#: The least time between two plain progress lines when stderr is not a terminal.
+LINE_SECONDS = 30.0
+#: Updates this soon after the start are work done before this run (see the module's text).
+STARTUP_SECONDS = 1.0
 
 
 class _NoBar:
-    """The stand-in when tqdm is missing or the output is not a terminal."""
+    """Progress that shows nothing: enabled=False."""
 
     def update(self, n: int = 1) -> None:
         pass
@@ -34,12 +47,90 @@ class _NoBar:
         self.close()
 
 
-class _TqdmBar(_NoBar):
-    def __init__(self, bar):
-        self.bar = bar
+def _clock() -> float:
+    """Seconds on a monotonic clock (a test replaces it)."""
+    return time.monotonic()
+
+
+class _Pace:
+    """Done so far, and the rate of this run (what came within STARTUP_SECONDS excluded)."""
+
+    def __init__(self):
+        self.clock = lambda: _clock()
+        self.started = self.base_time = _clock()
+        self.done = self.base_done = 0
+
+    def add(self, n: int) -> bool:
+        """Count n more; True when they are work from before this run."""
+        self.done += n
+        now = self.clock()
+        if now - self.started < STARTUP_SECONDS:
+            self.base_time, self.base_done = now, self.done
+            return True
+        return False
+
+    def seconds_left(self, total) -> float | None:
+        elapsed = self.clock() - self.base_time
+        rate = (self.done - self.base_done) / elapsed if elapsed > 0 else 0.0
+        if not total or rate <= 0:
+            return None
+        return max(0.0, (total - self.done) / rate)
+
+
+class _LineProgress(_NoBar):
+    """A plain line on stderr at most every LINE_SECONDS (stderr is not a terminal)."""
+
+    def __init__(self, total, desc: str, unit: str):
+        self.total, self.desc, self.unit = total, desc, unit
+        self.pace = _Pace()
+        self.postfix = ""
+        self.last_line = self.pace.started
 
     def update(self, n: int = 1) -> None:
-        self.bar.update(n)
+        self.pace.add(n)
+        self._maybe_line()
+
+    def set_postfix_str(self, text: str) -> None:
+        self.postfix = text
+        self._maybe_line()
+
+    def _maybe_line(self) -> None:
+        now = self.pace.clock()
+        if now - self.last_line >= LINE_SECONDS:
+            self.last_line = now
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def line(self) -> str:
+        done, total = self.pace.done, self.total
+        head = f"{self.desc}: " if self.desc else ""
+        if total:
+            count = f"{_number(done)}/{_number(total)} {self.unit} ({100 * done / total:.0f}%)"
+        else:
+            count = f"{_number(done)} {self.unit}"
+        parts = [count, f"{duration(self.pace.clock() - self.pace.started)} elapsed"]
+        left = self.pace.seconds_left(total)
+        if left is not None:
+            parts.append(f"about {duration(left)} left")
+        if self.postfix:
+            parts.append(self.postfix)
+        return head + ", ".join(parts)
+
+
+class _TqdmBar(_NoBar):
+    """tqdm's bar; work from before this run goes into tqdm's `initial`, not its rate."""
+
+    def __init__(self, bar):
+        self.bar = bar
+        self.pace = _Pace()
+
+    def update(self, n: int = 1) -> None:
+        if self.pace.add(n):
+            self.bar.n += n
+            self.bar.initial += n
+            self.bar.last_print_n = self.bar.n
+            self.bar.refresh()
+        else:
+            self.bar.update(n)
 
     def set_postfix_str(self, text: str) -> None:
         self.bar.set_postfix_str(text, refresh=True)
@@ -52,14 +143,30 @@ class _TqdmBar(_NoBar):
         self.bar.close()
 
 
+def _number(x: int | float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
+def duration(seconds: float) -> str:
+    """`45 s`, `12 min 5 s`, `3 h 20 min`: a duration as a log reader wants it."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
 def progress(total: int | float | None, desc: str, unit: str = "it",
              enabled: bool = True) -> _NoBar:
-    """A bar counting to `total` (None: open-ended), or a silent stand-in."""
-    if not enabled or not sys.stderr.isatty():
+    """Progress counting to `total` (None: open-ended): a bar on a terminal, plain lines in a
+    log, nothing when not enabled."""
+    if not enabled:
         return _NoBar()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoBar()
+    if not sys.stderr.isatty():
+        return _LineProgress(total, desc, unit)
+    from tqdm import tqdm
     return _TqdmBar(tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
                          dynamic_ncols=True))

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from leelaz import __version__
 from leelaz.batching import play_batch_size, resolve_threads, search_batch_size
 from leelaz.cli import UsageProblem, parse_args, run
 from leelaz.config import EngineConfig
@@ -131,7 +132,8 @@ def test_startup_lines_like_lz(lz_binary, random_weights, no_default_net):
                         text=True, timeout=30)
     code, out, err = session(["--cpu-only", "-g", "-t", "1", "-s", "5"])
     assert code == 0 and out == "= Leela Zero\n\n\n"
-    assert err.splitlines()[:2] == lz.stderr.splitlines()[:2] == \
+    assert err.splitlines()[0] == f"leelaz {__version__}: no network weights"  # ours only
+    assert err.splitlines()[1:3] == lz.stderr.splitlines()[:2] == \
         ["Using 1 thread(s).", "RNG seed: 5"]
     assert "only commands that need no network" in err
 
@@ -143,9 +145,10 @@ def test_startup_lines_with_a_network_like_lz(lz_binary, random_weights):
     code, out, err = session(["--cpu-only", "-g", "-t", "1", "-s", "5", "-w", net],
                              "name\nprintsgf\n")
     assert code == 0
-    lz_lines = lz.stderr.splitlines()
-    assert err.splitlines()[:5] == lz_lines[:2] + err.splitlines()[2:3] + lz_lines[3:5]
-    assert err.splitlines()[2].startswith("BLAS Core: ")  # only the library differs
+    lz_lines, ours = lz.stderr.splitlines(), err.splitlines()
+    assert ours[0] == f"leelaz {__version__}: weights {net} (1 blocks x 8 filters)"
+    assert ours[1:6] == lz_lines[:2] + ours[3:4] + lz_lines[3:5]
+    assert ours[3].startswith("BLAS Core: ")  # only the library differs
     assert "PB[Leela Zero 0.17 net-1x8-]" in out
     theirs = subprocess.run([lz_binary, "--cpu-only", "-g", "-t", "1", "-s", "5", "-w", net],
                             input="printsgf\n", capture_output=True, text=True, timeout=30)
@@ -167,7 +170,8 @@ def test_quiet_prints_nothing_on_stderr(no_default_net):
 
 def test_without_gtp_the_licence_goes_to_stdout(no_default_net):
     code, out, _ = session(["-q"])
-    assert out.startswith("leelaz 0.17") and out.endswith("Leela: = Leela Zero\n\nLeela: \n")
+    assert out.startswith(f"leelaz {__version__} (Leela Zero 0.17 in Python).")
+    assert out.endswith("Leela: = Leela Zero\n\nLeela: \n")
 
 
 def test_missing_weights_file_is_an_error(tmp_path):
@@ -179,9 +183,10 @@ def test_log_file(tmp_path, no_default_net):
     log = tmp_path / "session.log"
     code, out, err = session(["-g", "-t", "1", "--cpu-only", "-s", "9", "-l", str(log)],
                              "name\n3 bogus\n")
-    assert err.startswith(f"Logging to {log}.\n")
+    assert err.startswith(f"leelaz {__version__}: no network weights\nLogging to {log}.\n")
     text = log.read_text()
-    assert text.startswith("Using 1 thread(s).\nRNG seed: 9\n")
+    assert text.startswith(f"leelaz {__version__}: no network weights\n"
+                           "Using 1 thread(s).\nRNG seed: 9\n")
     assert ">>name\n= Leela Zero\n\n>>3 bogus\n?3 unknown command\n\n" in text
     # append mode, as in Leela Zero
     session(["-g", "-q", "-l", str(log)], "version\n")

@@ -369,7 +369,7 @@ quit
 #: stderr lines that depend on speed, time or the build, not on the search.
 #: Lines that differ by timing or start-up, and update_root, which only the Debian binary (an
 #: assert build) prints: release LZ 0.17 does not, and Lizzie would misread its " -> ".
-VOLATILE = re.compile(r"n/s$|^Thinking at most|^Using |^RNG seed|^BLAS|^Detecting|"
+VOLATILE = re.compile(r"n/s$|^Thinking at most|^Using |^RNG seed|^BLAS|^Detecting|^leelaz \d|"
                       r"^Initializing|^Setting max tree|^batch stats|^update_root, ")
 
 

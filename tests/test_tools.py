@@ -40,7 +40,7 @@ def test_engine_help_names_every_verb():
     done = leelaz("--help")
     assert done.returncode == 0, done.stderr
     for verb in VERBS:
-        assert re.search(rf"\b{re.escape(verb)}\b", done.stdout.split("Tools are verbs")[1]), verb
+        assert re.search(rf"\b{re.escape(verb)}\b", done.stdout.split("Verbs:")[1]), verb
 
 
 def test_a_weights_file_named_like_a_verb_starts_the_engine(tmp_path, random_weights):

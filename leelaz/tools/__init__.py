@@ -16,15 +16,16 @@ import importlib
 
 import click
 
-#: Verb name -> module defining `command`.
+#: Verb name -> module defining `command`, in the order `leelaz --help` lists them: a network's
+#: life (play games, train on them, compare, all three in a loop), then the utilities.
 VERBS = {
-    "match": "leelaz.tools.match",
-    "train": "leelaz.tools.train",
-    "bench": "leelaz.tools.bench",
-    "weights": "leelaz.tools.weights",
-    "dump-supervised": "leelaz.tools.dump_supervised",
     "selfplay": "leelaz.tools.selfplay",
+    "train": "leelaz.tools.train",
+    "match": "leelaz.tools.match",
     "zero": "leelaz.tools.zero",
+    "dump-supervised": "leelaz.tools.dump_supervised",
+    "weights": "leelaz.tools.weights",
+    "bench": "leelaz.tools.bench",
 }
 
 
@@ -38,6 +39,16 @@ class ToolError(click.ClickException):
 def is_verb(argv: list[str]) -> bool:
     """True when the command line asks for a verb rather than the engine."""
     return bool(argv) and argv[0] in VERBS
+
+
+def verb_summary(name: str) -> str:
+    """The verb's one-line summary for `leelaz --help`: the first clause of its own help (one
+    owner of the text), or why it cannot be loaded here."""
+    try:
+        command = importlib.import_module(VERBS[name]).command
+    except ImportError as exc:
+        return f"(unavailable here: {exc})"
+    return command.get_short_help_str(limit=200).split("; ")[0].rstrip(".") + "."
 
 
 def run_verb(argv: list[str]) -> int:

@@ -119,7 +119,8 @@ def warm_up(engine: GtpClient, seconds: float, interval_cs: int) -> None:
               show_default=True, help="lz-analyze time per position.")
 @click.option("--interval", type=click.IntRange(1, None), default=25, show_default=True,
               help="lz-analyze interval in centiseconds.")
-@click.option("--rounds", type=click.IntRange(1, None), default=1, show_default=True)
+@click.option("--rounds", type=click.IntRange(1, None), default=1, show_default=True,
+              help="Times the engines alternate over the positions; the best round counts.")
 @click.option("--warmup", type=click.FloatRange(0, None), default=0.0, show_default=True,
               help="Seconds of untimed lz-analyze on the empty board after each start "
                    "(helper search processes load meanwhile).")

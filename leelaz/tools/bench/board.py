@@ -80,7 +80,8 @@ def per_call_us(fn, seconds: float) -> float:
 @click.command("board", context_settings=CONTEXT)
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=3.0,
               show_default=True, help="Time per measurement.")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Seed of the random playouts and of the middle-game position.")
 def command(seconds: float, seed: int) -> None:
     """Random playouts per second and the cost of a search step's board work."""
     games, moves, elapsed = bench_playouts(seconds, seed)

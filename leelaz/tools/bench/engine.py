@@ -44,8 +44,10 @@ def run_benchmark(argv: list[str], timeout: float) -> dict:
 @click.command("engine", context_settings=CONTEXT)
 @click.option("-w", "--weights", default="6x128", show_default=True, metavar="FILE|BxF",
               help="The network both engines load (BxF: a seeded random net).")
-@click.option("-v", "--visits", type=click.IntRange(1, None), default=3200, show_default=True)
-@click.option("-t", "--threads", type=click.IntRange(1, None), default=2, show_default=True)
+@click.option("-v", "--visits", type=click.IntRange(1, None), default=3200, show_default=True,
+              help="Visits of each --benchmark search (both engines' -v).")
+@click.option("-t", "--threads", type=click.IntRange(1, None), default=2, show_default=True,
+              help="Both engines' -t.")
 @click.option("--runs", type=click.IntRange(1, None), default=3, show_default=True,
               help="Runs of each engine, alternating; the best counts.")
 @click.option("--ours", default=None, metavar="CMD",
@@ -57,7 +59,8 @@ def run_benchmark(argv: list[str], timeout: float) -> dict:
               help="More flags for ours.")
 @click.option("--ref-args", default="--cpu-only", show_default=True,
               help="More flags for the reference.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=1800, show_default=True)
+@click.option("--timeout", type=click.FloatRange(1, None), default=1800, show_default=True,
+              help="Seconds one run may take before the bench gives up.")
 def command(weights, visits, threads, runs, ours, reference, ours_args, ref_args,
             timeout) -> None:
     """Whole-engine visits per second: --benchmark of both engines, alternating."""

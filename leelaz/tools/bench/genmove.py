@@ -5,8 +5,8 @@ Owns: that measurement. Imports: gtp.client, tools.bench.common, tools.bench.ana
 game, the engine start and the warm-up).
 
 What a player at a short time control gets from an engine is the search's playouts a move
-(issue 18: at 0.5 s a move, strength follows the playouts of one tree, not the visits a
-second of analysis). For each engine command line: at each --moves position of the game,
+(at 0.5 s a move, strength follows the playouts of one tree, not the visits a second of
+analysis; docs/performance.md). For each engine command line: at each --moves position of the game,
 `loadsgf GAME MOVE` and `time_settings` (--clock), then --genmoves `genmove`s of alternating
 colours (the engine plays on from its own moves, its tree reused as in a game); each
 `genmove` is read back from the engine's stderr statistics line, Leela Zero's `N visits, N

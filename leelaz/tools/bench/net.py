@@ -175,8 +175,10 @@ def _torch_notes(be, weights, name: str, check: bool) -> dict:
 @click.option("--reference", default=None, metavar="PATH",
               help="The C++ Leela Zero 0.17 (default: the installed one, if any).")
 @click.option("--no-reference", is_flag=True, help="Measure ours only.")
-@click.option("--ref-threads", type=click.IntRange(1, None), default=2, show_default=True)
-@click.option("--ref-evals", type=click.IntRange(1, None), default=400, show_default=True)
+@click.option("--ref-threads", type=click.IntRange(1, None), default=2, show_default=True,
+              help="The reference's -t (it runs --cpu-only).")
+@click.option("--ref-evals", type=click.IntRange(1, None), default=400, show_default=True,
+              help="Evaluations of the reference's own `netbench` command.")
 @click.option("--rounds", type=click.IntRange(1, None), default=1, show_default=True,
               help="Ours and the reference alternate this many times; the best counts.")
 @click.option("--json", "json_path", default=None, help="Also write the rows here.")

@@ -128,7 +128,8 @@ def one_search(network, visits: int, batch: int, profiler=None, at: int | None =
               help="A network to search with (default: an instant one, no network cost).")
 @click.option("--backend", type=click.Choice(["numpy", "opencl"]), default="numpy",
               show_default=True, help="Backend for -w.")
-@click.option("-v", "--visits", type=click.IntRange(1, None), default=3200, show_default=True)
+@click.option("-v", "--visits", type=click.IntRange(1, None), default=3200, show_default=True,
+              help="Visits of each search.")
 @click.option("--batch", "batches", type=IntList(), default="32", show_default=True,
               help="Leaves per network call, e.g. 1,8,32.")
 @click.option("--runs", type=click.IntRange(1, None), default=3, show_default=True,

@@ -27,7 +27,8 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
                    "shipped network].")
 @click.option("--seconds", type=click.FloatRange(1, None), default=70.0, show_default=True,
               help="Per configuration (start-up included, as autogtp's ms/move).")
-@click.option("-v", "--visits", type=click.IntRange(1, None), default=1601, show_default=True)
+@click.option("-v", "--visits", type=click.IntRange(1, None), default=1601, show_default=True,
+              help="Visits a move, both engines.")
 @click.option("--parallel", type=IntList(), default="8", show_default=True,
               help="Games per process to try.")
 @click.option("--workers", type=IntList(), default="1", show_default=True,
@@ -40,8 +41,10 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
               help="Reference processes to try (its best is compared).")
 @click.option("--reference-extra", default="", help="More flags for the reference.")
 @click.option("--cpu-only", is_flag=True, help="Both engines on the CPU.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
-@click.option("--precision", type=click.Choice(["auto", "single", "half"]), default="auto")
+@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
+              help="Ours: the device id(s), as the engine's --gpu (repeat).")
+@click.option("--precision", type=click.Choice(["auto", "single", "half"]), default="auto",
+              show_default=True, help="Ours: the engine's --precision.")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
               show_default=True,
               help="Ours (and the backend alone): " + BACKEND_HELP)
