@@ -468,3 +468,40 @@ def test_without_pytorch_the_one_install_hint_for_cpu_and_gpu(tmp_path, chunks):
     hint = torch_install_hint()
     assert "--index-url https://download.pytorch.org/whl/cpu" in hint
     assert "leelaz[torch]" in hint and "leelaz[train]" not in hint
+
+
+class RecordingBar:
+    """Stands in for leelaz.progress's bar: what the trainer told it."""
+
+    def __init__(self, total, desc, unit="it", enabled=True):
+        self.total, self.unit, self.count, self.postfix = total, unit, 0, []
+
+    def update(self, n=1):
+        self.count += n
+
+    def set_postfix_str(self, text):
+        self.postfix.append(text)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def test_progress_counts_steps_toward_the_total_or_says_the_time_left(chunks, tmp_path,
+                                                                      monkeypatch):
+    """A bar of --steps steps (tqdm gives the estimate from it); bounded by --seconds only,
+    the bar says the seconds left."""
+    from leelaz.training import trainer
+    bars = []
+    monkeypatch.setattr(trainer, "progress", lambda *a, **k: bars.append(RecordingBar(*a, **k))
+                        or bars[-1])
+    small = [a for a in SMALL if a != "--no-progress"]
+    assert train_script.main(["--data", *map(str, chunks), "--out", str(tmp_path / "a"),
+                              "--steps", "5", *small]) == 0
+    assert (bars[0].total, bars[0].unit, bars[0].count) == (5, "step", 5)
+    assert train_script.main(["--data", *map(str, chunks), "--out", str(tmp_path / "b"),
+                              "--seconds", "0.5", *small]) == 0
+    assert bars[1].total is None and bars[1].count >= 1
+    assert bars[1].postfix and re.fullmatch(r"\d+ s left", bars[1].postfix[0])

@@ -579,6 +579,8 @@ class _Run:
                 self.counters["samples"] += len(idx)
                 bar.update(1)
                 now = time.time()
+                if not c.steps and step_in_run % FINITE_CHECK_STEPS == 1:  # bounded by time
+                    bar.set_postfix_str(f"{max(0.0, c.seconds - (now - t_start)):.0f} s left")
                 if now - last_eval >= c.eval_seconds or (c.eval_steps
                                                          and step_in_run % c.eval_steps == 0):
                     self._report(self._train_figures(sums, sums_n, lr, step_in_run, t_start))
