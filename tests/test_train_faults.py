@@ -505,3 +505,19 @@ def test_progress_counts_steps_toward_the_total_or_says_the_time_left(chunks, tm
                               "--seconds", "0.5", *small]) == 0
     assert bars[1].total is None and bars[1].count >= 1
     assert bars[1].postfix and re.fullmatch(r"\d+ s left", bars[1].postfix[0])
+
+
+def test_a_game_pack_with_a_move_off_the_board_or_a_bad_winner_is_one_line(tmp_path, capsys):
+    from leelaz.training.dataset import GamePack
+    good = GamePack.from_games([([72, 288, 300, 60], "B+R"), ([72, 288], "W+3.5")])
+    bad_move = GamePack(good.moves.copy(), good.lengths, good.winner, good.use_value)
+    bad_move.moves[2] = 999
+    bad_winner = GamePack(good.moves, good.lengths, np.array([1, 7], np.int8), good.use_value)
+    short = GamePack(good.moves[:5], good.lengths, good.winner, good.use_value)
+    for n, pack in enumerate([bad_move, bad_winner, short]):
+        path = tmp_path / f"bad{n}.npz.xz"
+        pack.save(str(path))
+        code, lines = train(capsys, "--data", path, "--out", tmp_path / "run", "--steps", "1",
+                            *SMALL)
+        assert code == 1, lines
+        assert str(path) in one_error_line(lines)

@@ -1,8 +1,9 @@
 """Which files `leelaz train --data` reads, and one line naming the file when one is bad.
 
 Owns: expanding the `--data` / `--val` arguments (files, folders, glob patterns) into the list
-of data files, and `reading(path)`, which turns any failure to read one data file into a
-TrainingError naming it. Imports: stdlib, game.sgf (its error type), training.train_config.
+of data files, `reading(path)`, which turns any failure to read one data file into a
+TrainingError naming it, and `check_pack`, what a game pack must hold. Imports: stdlib,
+numpy (lazily), game.sgf (its error type), training.train_config.
 
 The arguments are what a user has after `leelaz selfplay --out DIR` (leelaz/selfplay/store.py):
 a folder of `NAME.txt.0.gz` chunks, `NAME.debug.txt.0.gz` resign-analysis files (dump_debug's
@@ -90,6 +91,25 @@ def expand_data(args: list[str]) -> list[str]:
         raise TrainingError(f"{args[0]}: no training data (only self-play .debug files or "
                             "hidden files)")
     return out
+
+
+def check_pack(pack):
+    """The game pack if its arrays agree (moves are policy slots 0..361, the lengths add up
+    to the moves, winners are -1, 0 or +1); ValueError saying what is wrong otherwise, since
+    a slot out of range would fail deep inside a batch and a wrong winner train the value
+    head on nonsense."""
+    import numpy as np
+    if int(np.sum(pack.lengths, dtype=np.int64)) != len(pack.moves) or \
+            (len(pack.lengths) and int(pack.lengths.min()) < 0):
+        raise ValueError(f"game lengths add up to {int(np.sum(pack.lengths))}, but the pack "
+                         f"holds {len(pack.moves)} moves")
+    if len(pack.moves) and int(pack.moves.max()) > 361:
+        raise ValueError(f"move {int(pack.moves.max())} is not a policy slot (0..361)")
+    if not (len(pack.winner) == len(pack.use_value) == len(pack.lengths)):
+        raise ValueError("the pack's per-game arrays differ in length")
+    if len(pack.winner) and not np.isin(pack.winner, (-1, 0, 1)).all():
+        raise ValueError("a winner is not -1, 0 or +1")
+    return pack
 
 
 @contextmanager

@@ -47,7 +47,7 @@ import torch
 from leelaz import files
 from leelaz.backends.weights import load_weights
 from leelaz.progress import progress
-from leelaz.training.data_files import expand_data, reading
+from leelaz.training.data_files import check_pack, expand_data, reading
 from leelaz.training.dataset import ChunkPositions, GamePack, PositionSet, read_sgf_collection
 from leelaz.training.export import export_weights
 from leelaz.training.torch_model import LeelaNet, loss_terms
@@ -117,7 +117,7 @@ def load_pack(paths: list[str]) -> GamePack:
     parts = []
     for p in packs:
         with reading(p):
-            parts.append(GamePack.load(p))
+            parts.append(check_pack(GamePack.load(p)))
     if games:
         parts.append(GamePack.from_games(games))
     if not parts:
