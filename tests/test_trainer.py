@@ -184,7 +184,7 @@ def test_train_end_to_end_resume_and_load_in_engine(tygem_dir, tmp_path):
               "--val-fraction", "0.25", "--device", "cpu"]
     assert train_script.main(common + ["--steps", "6"]) == 0
     assert train_script.main(common + ["--steps", "4", "--resume", str(out / "checkpoint.pt")]) == 0
-    ck = torch.load(out / "checkpoint.pt")
+    ck = torch.load(out / "checkpoint.pt", weights_only=True)
     assert ck["counters"]["step"] == 10 and ck["counters"]["samples"] == 320
     metrics = [line for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 2 and '"val_top1"' in metrics[-1]

@@ -5,7 +5,7 @@ list into the sequence of boards, `PositionSet` (every position of a set of game
 board row per position so that the 8 history planes are 8 row lookups), batch assembly with
 per-sample symmetry, and reading Leela Zero's text training chunks (training/tf/chunkparser.py).
 Imports: numpy, stdlib, game.coords, nn.features (the plane layout), nn.symmetry (the
-symmetry tables); lazily torch (batches), training.records/chunks
+symmetry tables); lazily torch (batches), training.records/chunks/data_files
 (chunk files) and training.supervised (SGF files that are not one plain game per line).
 
 Why its own replay: training needs tens of millions of positions rebuilt in a minute on the
@@ -392,10 +392,13 @@ class TorchPositions:
 def read_chunk(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Records of one chunk file (gzip or plain), parsed by training.records:
     (planes uint8 [N,18,361] with the two side-to-move planes added, policy float32 [N,362],
-    z float32 [N] for the side to move)."""
+    z float32 [N] for the side to move). TrainingError naming the file when it cannot be
+    read or holds a bad record (training.data_files.reading)."""
     from leelaz.training.chunks import read_chunk_text
+    from leelaz.training.data_files import reading
     from leelaz.training.records import parse_records
-    records = list(parse_records(read_chunk_text(path)))
+    with reading(path):
+        records = list(parse_records(read_chunk_text(path)))
     n = len(records)
     planes = np.zeros((n, 18, NUM_INTERSECTIONS), np.uint8)
     policy = np.zeros((n, NUM_INTERSECTIONS + 1), np.float32)

@@ -203,9 +203,27 @@ def parse_record(lines: list[str]) -> TrainingRecord:
         probs = np.array([float(w) for w in words], dtype=np.float32)
     except ValueError as err:
         raise RecordError(f"bad probability: {err}") from None
+    check_probabilities(probs)
     if lines[18] not in ("1", "-1"):
         raise RecordError(f"outcome must be 1 or -1, got {lines[18]!r}")
     return TrainingRecord(planes, WHITE if lines[16] == "1" else BLACK, probs, int(lines[18]))
+
+
+#: Slack on the sum of a record's probabilities: each is printed with 6 significant digits.
+SUM_TOLERANCE = 1e-3
+
+
+def check_probabilities(probs: np.ndarray) -> None:
+    """RecordError unless every probability is a finite number in [0, 1] and they sum to at
+    most 1: a NaN, inf, negative or huge target would be trained on and spread NaN or nonsense
+    through the network (Leela Zero's visit fractions and one-hot moves always pass)."""
+    bad = np.flatnonzero(~np.isfinite(probs) | (probs < 0) | (probs > 1))
+    if len(bad):
+        raise RecordError(f"probability {bad[0]} is {probs[bad[0]]:g}: each must be a number "
+                          "from 0 to 1")
+    total = float(probs.sum(dtype=np.float64))
+    if total > 1 + SUM_TOLERANCE:
+        raise RecordError(f"the probabilities sum to {total:g}, more than 1")
 
 
 def parse_records(text: str | Iterable[str]) -> Iterator[TrainingRecord]:

@@ -3,7 +3,7 @@
 Owns: Leela Zero's rules for which games become training data (src/Training.cpp), the
 `dump_supervised SGF OUT` pipeline (read, shuffle, replay, 32 games per chunk), and the
 iterators the trainer uses. Imports: numpy, game (coords, outcome, sgf, sgf_replay, state),
-nn.features, training.records, training.chunks.
+nn.features, training.records, training.chunks, training.data_files (lazily).
 
 Which games Leela Zero's dump_supervised drops (checked against the 0.17 binary):
 - the game does not parse (this includes SZ other than 19 and GM other than 1, and a move or
@@ -364,10 +364,14 @@ def iter_games(paths: Iterable[str], unreliable: str = "drop", part: int = 0, pa
     """GameArrays of every kept game of the collections, in file order.
 
     part/parts: only games whose number within their file is part modulo parts (for workers).
-    stats, if given, counts the skipped games by reason.
+    stats, if given, counts the skipped games by reason. A file that cannot be read is a
+    TrainingError naming it (training.data_files.reading).
     """
+    from leelaz.training.data_files import reading
     for path in paths:
-        for i, text in enumerate(_game_texts(path)):
+        with reading(path):
+            texts = _game_texts(path)
+        for i, text in enumerate(texts):
             if i % parts != part:
                 continue
             try:

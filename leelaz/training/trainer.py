@@ -2,13 +2,14 @@
 
 Owns: `train(...)` (the programmatic entry point) and `run(config)` with the loop; the
 settings are training.train_config's. Imports: torch, numpy, training.dataset,
-training.export, training.torch_model, training.train_config, backends.weights (to start
-from an existing network), leelaz.progress.
+training.data_files, training.export, training.torch_model, training.train_config,
+backends.weights (to start from an existing network), leelaz.files, leelaz.progress.
 
 Data: Leela Zero training chunks (`*.gz` but not `*.sgf.gz`: dump_supervised / dump_training
 output), game packs (`*.npz.xz`, scripts/prepare_gpu_data.py) and SGF collections (`*.sgf`,
 `*.sgf.gz`; with sgf_loader "supervised" through training.supervised's GameState replay
-instead: setup stones and handicap included, time/forfeit games kept for the policy only).
+instead: setup stones and handicap included, time/forfeit games kept for the policy only),
+named as files, folders or glob patterns (training.data_files: self-play folders work).
 Without val, val_fraction of the games (of the positions, for chunks) is held out.
 
 Loss: policy cross-entropy + value_weight * value MSE (tanh scale, targets +-1); weight decay on
@@ -18,7 +19,12 @@ a random symmetry per sample. Schedule: linear warm-up then cosine decay to lr_f
 bf16 autocast and channels_last.
 
 Every checkpoint_seconds, and at the end, the model (checkpoint.pt) and the weights file are
-written atomically to out_dir. Two ways to go on from a checkpoint:
+written atomically to out_dir, the weights file first and the checkpoint recording its sha256,
+so a kill between the two never leaves a finished checkpoint beside an older weights file;
+temporaries that killed runs left are removed at start. A loss or network that stops being
+finite ends the run with one line and no export; so does data with nothing to train on (an
+untrained network is never exported). Checkpoints are read with weights_only=True.
+Two ways to go on from a checkpoint:
 - `resume_from=PATH` (`leelaz train --resume`): a warm restart; `steps` more steps, the
   schedule starts again.
 - `continue_run=True` (`train(..., resume=True)`, the default there): out_dir's own
@@ -33,13 +39,15 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 
 import numpy as np
 import torch
 
+from leelaz import files
 from leelaz.backends.weights import load_weights
 from leelaz.progress import progress
+from leelaz.training.data_files import check_pack, expand_data, reading
 from leelaz.training.dataset import ChunkPositions, GamePack, PositionSet, read_sgf_collection
 from leelaz.training.export import export_weights
 from leelaz.training.torch_model import LeelaNet, loss_terms
@@ -47,6 +55,8 @@ from leelaz.training.train_config import TrainConfig, TrainingError, TrainResult
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
+#: Steps between checks that the loss is still finite (each check waits for the device).
+FINITE_CHECK_STEPS = 16
 
 
 def train(data: list[str], out_dir: str, *, blocks: int, filters: int,
@@ -102,8 +112,12 @@ def load_pack(paths: list[str]) -> GamePack:
         if p.endswith(".npz.xz"):
             packs.append(p)
         else:
-            games += read_sgf_collection(p)
-    parts = [GamePack.load(p) for p in packs]
+            with reading(p):
+                games += read_sgf_collection(p)
+    parts = []
+    for p in packs:
+        with reading(p):
+            parts.append(check_pack(GamePack.load(p)))
     if games:
         parts.append(GamePack.from_games(games))
     if not parts:
@@ -129,21 +143,23 @@ def _split_chunk_positions(train: ChunkPositions, fraction: float):
 
 def load_sets(c: TrainConfig, device: torch.device):
     """(train positions, validation positions) on `device`."""
-    missing = [p for p in c.data + c.val if not os.path.isfile(p)]
-    if missing:
-        raise TrainingError(f"{missing[0]}: no such file")
+    c = replace(c, data=expand_data(c.data), val=expand_data(c.val))
     t0 = time.time()
     chunks = [p for p in c.data if is_chunk(p)]
     if chunks:
         if len(chunks) != len(c.data):
-            raise TrainingError("mix either chunk files or games in the data, not both")
+            games = next(p for p in c.data if not is_chunk(p))
+            raise TrainingError(f"--data mixes chunk files ({chunks[0]}) and games ({games}): "
+                                "give one kind (a self-play folder gives its chunks)")
         train = ChunkPositions(chunks, device)
         if c.val:
             val = ChunkPositions(c.val, device)
         else:
             train, val = _split_chunk_positions(train, c.val_fraction)
         if len(train) == 0:
-            raise TrainingError("the chunk files hold no positions to train on")
+            raise TrainingError("no positions to train on: the chunk files of --data hold "
+                                + (f"{len(val)}, all held out for validation (give more data, "
+                                   "or --val FILES)" if not c.val else "none"))
         _log(c, f"chunks: {len(train)} train / {len(val)} val positions")
         return train, val
     if c.sgf_loader == "supervised":
@@ -158,6 +174,8 @@ def load_sets(c: TrainConfig, device: torch.device):
     if c.val_games and val_pack.games > c.val_games:
         val_pack = val_pack.select(np.arange(c.val_games))
     train = PositionSet.from_pack(pack, workers=c.workers)
+    if len(train) == 0:
+        raise TrainingError(no_positions(pack.games, val_pack.games))
     val = PositionSet.from_pack(val_pack, workers=c.workers)
     _log(c, f"replayed {pack.games} train games -> {len(train)} positions "
          f"({train.dropped_games} cut at an illegal move), {val_pack.games} val games -> "
@@ -185,11 +203,20 @@ def load_supervised(c: TrainConfig, device: torch.device):
         train_games = [train_games[i] for i in sorted(order[cut:])]
     if c.val_games:
         val_games = val_games[:c.val_games]
+    if not any(len(g) for g in train_games):
+        raise TrainingError(no_positions(len(train_games), len(val_games)))
     train = PositionSet.from_game_arrays(train_games)
-    val = PositionSet.from_game_arrays(val_games)
+    val = PositionSet.from_game_arrays(val_games) if any(len(g) for g in val_games) else \
+        PositionSet.from_pack(GamePack.from_games([]))  # nothing held out: empty, as packs give
     _log(c, f"supervised iterator: {len(train_games)} train games -> {len(train)} positions, "
          f"{len(val_games)} val games -> {len(val)} positions in {time.time() - t0:.1f} s")
     return train.to(device), val.to(device)
+
+
+def no_positions(train_games: int, held_out: int) -> str:
+    """Why a run has nothing to train on: an untrained network must never be exported."""
+    return (f"no positions to train on: {train_games} game(s) with moves left after holding "
+            f"out {held_out} for validation (give more games, or --val FILES)")
 
 
 # ---- schedule, evaluation, checkpoints ------------------------------------------------------
@@ -230,13 +257,106 @@ def evaluate(net, val, sample: torch.Tensor, batch: int, device, amp: bool) -> d
             "val_value_mse": sq / max(sq_n, 1.0), "val_positions": len(sample)}
 
 
-def save_checkpoint(path: str, net, optimizer, counters: dict, config: TrainConfig) -> None:
-    """Model, optimizer and counters, written atomically."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
-                "counters": counters, "args": asdict(config),
-                "blocks": net.blocks, "filters": net.filters}, tmp)
-    os.replace(tmp, path)
+def save_checkpoint(path: str, net, optimizer, counters: dict, config: TrainConfig,
+                    export: dict | None = None) -> None:
+    """Model, optimizer and counters, written completely or not at all (leelaz.files: its
+    temporary file is removed on any error). `export`: the name and sha256 of the weights file
+    written from this very model, so that a finished run can tell its own export."""
+    with files.atomic_open(path, "wb") as f:
+        torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                    "counters": counters, "args": asdict(config),
+                    "blocks": net.blocks, "filters": net.filters, "export": export}, f)
+
+
+#: Keys every checkpoint holds (save_checkpoint).
+CHECKPOINT_KEYS = ("model", "counters", "blocks", "filters")
+
+
+def load_checkpoint(path: str) -> dict:
+    """A checkpoint.pt, read with `weights_only=True` (tensors and plain data only: a file
+    from elsewhere cannot run code); TrainingError naming the file when it is missing or not
+    one of ours."""
+    if not os.path.isfile(path):
+        raise TrainingError(f"{path}: no such checkpoint file")
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001  (pickle, zip and torch errors alike)
+        reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else \
+            type(exc).__name__
+        raise TrainingError(f"{path}: not a leelaz training checkpoint ({reason})") from None
+    if not isinstance(ck, dict) or any(k not in ck for k in CHECKPOINT_KEYS):
+        raise TrainingError(f"{path}: not a leelaz training checkpoint (no model and "
+                            "counters in it)")
+    return ck
+
+
+def file_sha256(path: str) -> str | None:
+    """The file's sha256 (hex), or None when it cannot be read."""
+    import hashlib
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def prepare_out_dir(folder: str) -> None:
+    """Create the output folder and make sure files can be written there, before any data is
+    read: a file in its place, a read-only folder or a full disk is one line now, not a
+    traceback after the data has loaded."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise TrainingError(f"--out {folder}: a file, not a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with files.atomic_open(os.path.join(folder, ".write-test"), "w") as f:
+            f.write("leelaz train\n")
+        os.unlink(os.path.join(folder, ".write-test"))
+    except OSError as exc:
+        raise TrainingError(f"--out {folder}: cannot write there: "
+                            f"{exc.strerror or exc}") from None
+
+
+def sweep_temporaries(*targets: str) -> list[str]:
+    """Remove what killed runs left beside the checkpoint and the weights file: atomic_open's
+    hidden temporary files, and older versions' `checkpoint.pt.tmpPID` of processes that are
+    gone (each is checkpoint-sized; on a full disk they kept it full across reruns)."""
+    import glob
+    import re
+    removed = []
+    for target in targets:
+        stale = files.stale_temporaries(glob.escape(target))
+        for path in glob.glob(glob.escape(target) + ".tmp*"):
+            m = re.fullmatch(r"\.tmp(\d+)", path[len(target):])
+            if m and not _process_alive(int(m.group(1))):
+                stale.append(path)
+        for path in stale:
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # our own leftovers cannot be in progress: we are just starting
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def diverged(what: str, step: int) -> TrainingError:
+    """The one line a run ends with when its loss or weights stop being finite numbers."""
+    return TrainingError(f"training diverged at step {step}: {what} not finite; stopped "
+                         "without exporting this run's network (try a lower --lr)")
 
 
 def plain_copy(net: LeelaNet) -> LeelaNet:
@@ -258,10 +378,13 @@ class _Run:
         c = self.config = config
         self.device = pick_device(c.device)
         self.amp = self.device.type == "cuda" and c.amp
-        os.makedirs(c.out_dir, exist_ok=True)
+        prepare_out_dir(c.out_dir)
         self.export_path = os.path.join(c.out_dir, c.export_name
                                         or f"leelaz-{c.blocks}x{c.filters}.txt.gz")
         self.ckpt_path = os.path.join(c.out_dir, CHECKPOINT)
+        for path in sweep_temporaries(self.ckpt_path, self.export_path):
+            _log(c, f"removed {path}, left by an interrupted run")
+        self.checkpoint_export: dict | None = None  # what the loaded checkpoint exported
         self.metrics_path = os.path.join(c.out_dir, METRICS)
         self.counters = {"step": 0, "samples": 0, "train_seconds": 0.0, "runs": 0}
         self.last_metrics: dict | None = None
@@ -277,12 +400,18 @@ class _Run:
         if c.continue_run and os.path.isfile(self.ckpt_path):
             checkpoint = self.ckpt_path
         if checkpoint:
-            ck = torch.load(checkpoint, map_location="cpu")
+            ck = load_checkpoint(checkpoint)
             if (ck["blocks"], ck["filters"]) != (c.blocks, c.filters):
                 raise TrainingError(f"{checkpoint} is {ck['blocks']}x{ck['filters']}, "
                                     f"not {c.blocks}x{c.filters}")
-            self.net.load_state_dict(ck["model"])
+            try:
+                self.net.load_state_dict(ck["model"])
+            except (RuntimeError, TypeError, ValueError) as exc:
+                raise TrainingError(f"{checkpoint}: its model does not fit a "
+                                    f"{c.blocks}x{c.filters} network "
+                                    f"({str(exc).splitlines()[0][:120]})") from None
             self.counters.update(ck["counters"])
+            self.checkpoint_export = ck.get("export")
             if checkpoint == self.ckpt_path and c.continue_run:
                 self.optimizer_state = ck.get("optimizer")
             _log(c, f"resumed {checkpoint}: step {self.counters['step']}, "
@@ -310,8 +439,7 @@ class _Run:
         c = self.config
         left = self.steps_left()
         if left is not None and left <= 0:  # a finished run: make sure its file is there
-            if not os.path.isfile(self.export_path):
-                export_weights(plain_copy(self.net), self.export_path)
+            self._ensure_export()
             return self.result()
         self.counters["runs"] += 1
         train_set, val_set = load_sets(c, self.device)  # before CUDA: the replay forks
@@ -357,15 +485,52 @@ class _Run:
         m = evaluate(self.net, self.val, self.val_sample, 4 * c.batch, self.device, self.amp)
         m.update(extra)
         m.update({"step": self.counters["step"], "samples": self.counters["samples"]})
-        with open(self.metrics_path, "a") as f:
-            f.write(json.dumps(m) + "\n")
+        if not all(math.isfinite(v) for v in m.values() if isinstance(v, float)):
+            raise diverged("the loss is", self.counters["step"])
+        try:
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(m) + "\n")
+        except OSError as exc:
+            raise TrainingError(f"cannot write {self.metrics_path}: {exc.strerror or exc}") \
+                from None
         self.last_metrics = m
         _log(c, " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in m.items()))
 
     def _checkpoint(self) -> None:
-        save_checkpoint(self.ckpt_path, self.net, self.opt, self.counters, self.config)
-        export_weights(plain_copy(self.net), self.export_path)
+        """The weights file first, then the checkpoint that records it: a kill between the two
+        leaves an older checkpoint, which a continued run trains on from, never a finished
+        checkpoint beside an older weights file."""
+        export = self._export()
+        try:
+            save_checkpoint(self.ckpt_path, self.net, self.opt, self.counters, self.config,
+                            export)
+        except OSError as exc:
+            raise TrainingError(f"cannot write {self.ckpt_path}: {exc.strerror or exc}") \
+                from None
+
+    def _export(self) -> dict:
+        """Write the weights file (only a finite network); its name and sha256."""
+        net = plain_copy(self.net)
+        if not all(bool(torch.isfinite(t).all()) for t in net.state_dict().values()
+                   if t.is_floating_point()):
+            raise diverged("the network's weights are", self.counters["step"])
+        try:
+            export_weights(net, self.export_path)
+        except OSError as exc:
+            raise TrainingError(f"cannot write {self.export_path}: {exc.strerror or exc}") \
+                from None
+        return {"name": os.path.basename(self.export_path),
+                "sha256": file_sha256(self.export_path)}
+
+    def _ensure_export(self) -> None:
+        """A finished run's weights file is its checkpoint's network: written again unless it
+        is the very file exported with the checkpoint (an older leelaz, killed between its
+        checkpoint and its export, left the previous export beside a finished checkpoint)."""
+        record = self.checkpoint_export or {}
+        if record.get("sha256") is None or record.get("sha256") != \
+                file_sha256(self.export_path):
+            self._export()
 
     def _step(self, planes, target, z, mask) -> torch.Tensor:
         """One optimizer step; returns (policy loss, value loss, top-1) without syncing."""
@@ -408,10 +573,14 @@ class _Run:
                 sums += self._step(*train_set.batch(idx, sym))
                 sums_n += 1
                 step_in_run += 1
+                if step_in_run % FINITE_CHECK_STEPS == 0 and not bool(torch.isfinite(sums).all()):
+                    raise diverged("the loss is", self.counters["step"] + 1)
                 self.counters["step"] += 1
                 self.counters["samples"] += len(idx)
                 bar.update(1)
                 now = time.time()
+                if not c.steps and step_in_run % FINITE_CHECK_STEPS == 1:  # bounded by time
+                    bar.set_postfix_str(f"{max(0.0, c.seconds - (now - t_start)):.0f} s left")
                 if now - last_eval >= c.eval_seconds or (c.eval_steps
                                                          and step_in_run % c.eval_steps == 0):
                     self._report(self._train_figures(sums, sums_n, lr, step_in_run, t_start))
