@@ -1,7 +1,8 @@
-"""Fixtures shared by the whole suite: reference binaries, shared data, seeded random weights.
+"""Fixtures shared by the whole suite: reference binaries, the 9-dan games, seeded random
+weights.
 
-A test that needs a reference program or the shared data asks for the fixture; it is skipped
-on a developer machine without it, and fails in CI (CI is set there), where .ci/run installs it.
+A test that needs a reference program asks for the fixture; it is skipped on a developer
+machine without it, and fails in CI (CI is set there), where .ci/run installs it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import pytest
 
 from leelaz.backends.random_weights import make_random_weights
-from paths import TYGEM, gnugo_binary, leelaz_binary
+from paths import TYGEM_FIXTURE, gnugo_binary, leelaz_binary
 
 
 def _require(what: str, present: bool) -> None:
@@ -40,9 +41,10 @@ def gnugo() -> str:
 
 @pytest.fixture(scope="session")
 def tygem_dir():
-    """The folder of 9-dan game collections in ../shared/data."""
-    _require(f"the game collections in {TYGEM}", TYGEM.is_dir())
-    return TYGEM
+    """The folder of 9-dan game collections: the fixture committed in tests/fixtures (the
+    first games of four months, see its README), so the oracle tests read the same games in
+    every clone."""
+    return TYGEM_FIXTURE
 
 
 @pytest.fixture(scope="session")
