@@ -13,11 +13,9 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import requires
 
-if os.environ.get("CI"):
-    import torch  # .ci/run installs it: in CI a missing torch fails instead of skipping
-else:
-    torch = pytest.importorskip("torch")
+torch = requires("torch")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 from leelaz.backends.weights import load_weights  # noqa: E402
