@@ -3,10 +3,8 @@ several devices)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
-import pytest
+from conftest import need
 
 from leelaz.game.state import GameState
 
@@ -54,8 +52,7 @@ def opencl_available() -> bool:
 
 
 def need_opencl() -> None:
-    """Skip without OpenCL here; fail in CI, where .ci/run installs PoCL so that it is there."""
-    if not opencl_available():
-        if os.environ.get("CI"):
-            pytest.fail("no OpenCL device in CI; .ci/run installs PoCL")
-        pytest.skip("no OpenCL platform here")
+    """Skip without an OpenCL device (conftest.need: fails in strict mode, where
+    scripts/install_test_deps.sh installed PoCL)."""
+    need("an OpenCL device", opencl_available(),
+         "sudo apt-get install pocl-opencl-icd, or pip install pocl-binary-distribution")

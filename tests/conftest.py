@@ -1,32 +1,79 @@
-"""Fixtures shared by the whole suite: reference binaries, shared data, seeded random weights.
+"""Fixtures shared by the whole suite: reference binaries, the 9-dan games, seeded random
+weights; and the one way a test says what optional software it needs.
 
-A test that needs a reference program or the shared data asks for the fixture; it is skipped
-on a developer machine without it, and fails in CI (CI is set there), where .ci/run installs it.
+A test that needs something beyond `pip install -e '.[test]'` (a reference program, PyTorch,
+Ray, numba, an OpenCL device, Node.js) asks for it through `need()`, `requires()` or a fixture
+here. Without it the test is skipped with a one-line reason naming the install; with
+LEELAZ_STRICT_TESTS=1 (set by .ci/run, after scripts/install_test_deps.sh installed
+everything) it fails instead, so that CI never passes by skipping. Test modules import the
+helpers with `from conftest import need, requires`.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
 from leelaz.backends.random_weights import make_random_weights
-from paths import TYGEM, gnugo_binary, leelaz_binary
+from paths import TYGEM_FIXTURE, gnugo_binary, leelaz_binary
+
+#: The project's own switch: set to 1, a missing requirement fails instead of skipping.
+STRICT_VARIABLE = "LEELAZ_STRICT_TESTS"
+#: The one command that installs everything the full suite needs.
+INSTALL_ALL = "bash scripts/install_test_deps.sh"
+#: Optional modules: (name in messages, the command that installs just that).
+OPTIONAL_MODULES = {
+    "torch": ("PyTorch", "pip install torch --index-url https://download.pytorch.org/whl/cpu"),
+    "ray": ("Ray", "pip install -e '.[zero]'"),
+    "matplotlib": ("matplotlib", "pip install -e '.[zero]'"),
+    "numba": ("numba", "pip install -e '.[compiled]'"),
+    "pyopencl": ("pyopencl", "pip install -e ."),
+}
 
 
-def _require(what: str, present: bool) -> None:
-    if present:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing in CI; .ci/run should have installed it")
-    pytest.skip(f"{what} is not installed here")
+def strict() -> bool:
+    """LEELAZ_STRICT_TESTS=1: missing requirements fail (CI) instead of skipping."""
+    return os.environ.get(STRICT_VARIABLE, "") not in ("", "0")
+
+
+def need(what: str, present: bool, install: str) -> None:
+    """Skip the test (or, at import, the module) unless `present`; fail in strict mode.
+
+    `what` names the requirement ("PyTorch", "/usr/games/leelaz"), `install` the command
+    that installs only it; the reason also names INSTALL_ALL, which installs everything."""
+    if not present:
+        missing(what, install)
+
+
+def missing(what: str, install: str) -> NoReturn:
+    """need()'s skip, or its failure in strict mode."""
+    if strict():
+        pytest.fail(f"needs {what}, missing with {STRICT_VARIABLE}=1 "
+                    f"({INSTALL_ALL} installs it)", pytrace=False)
+    pytest.skip(f"needs {what}: {INSTALL_ALL} or {install}", allow_module_level=True)
+
+
+def requires(module: str) -> ModuleType:
+    """Import and return an optional module (a key of OPTIONAL_MODULES), or skip the test
+    (at module level: the module) with `need()`'s reason."""
+    what, install = OPTIONAL_MODULES[module]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pass  # said outside the handler: one line, without the ImportError's traceback
+    missing(what, install)
 
 
 @pytest.fixture(scope="session")
 def lz_binary() -> str:
     """Path of the C++ Leela Zero 0.17 binary (the oracle)."""
     path = leelaz_binary()
-    _require("/usr/games/leelaz (apt-get install leela-zero)", path is not None)
+    need("/usr/games/leelaz (Leela Zero 0.17)", path is not None,
+         "sudo apt-get install leela-zero")
     return path
 
 
@@ -34,15 +81,16 @@ def lz_binary() -> str:
 def gnugo() -> str:
     """Path of GNU Go 3.8."""
     path = gnugo_binary()
-    _require("/usr/games/gnugo (apt-get install gnugo)", path is not None)
+    need("/usr/games/gnugo (GNU Go)", path is not None, "sudo apt-get install gnugo")
     return path
 
 
 @pytest.fixture(scope="session")
 def tygem_dir():
-    """The folder of 9-dan game collections in ../shared/data."""
-    _require(f"the game collections in {TYGEM}", TYGEM.is_dir())
-    return TYGEM
+    """The folder of 9-dan game collections: the fixture committed in tests/fixtures (the
+    first games of four months, see its README), so the oracle tests read the same games in
+    every clone."""
+    return TYGEM_FIXTURE
 
 
 @pytest.fixture(scope="session")

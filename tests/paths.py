@@ -1,7 +1,8 @@
-"""Where the tests find the reference programs and the shared data.
+"""Where the tests find the reference programs and their data.
 
-The shared folder sits beside the checkout (`../shared`) on the developers' machines and in CI;
-LEELAZ_SHARED overrides it.
+The 9-dan games the tests replay are TYGEM_FIXTURE, committed with the tests. The shared folder
+beside the checkout (`../shared`, or LEELAZ_SHARED) holds the whole collection the fixture was
+cut from (scripts/make_tygem_fixture.py); no test needs it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("LEELAZ_SHARED", REPO.parent / "shared"))
 TYGEM = SHARED / "data" / "tygem-9d"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TYGEM_FIXTURE = FIXTURES / "tygem-9d"
 
 
 def leelaz_binary() -> str | None:

@@ -4,8 +4,8 @@ session that talks and parses the way Lizzie 0.7.4 does (Sabaki's enginesyncer.j
 - Sabaki: tests/clients/sabaki_session.js runs @sabaki/gtp's Controller and
   ControllerStateTracker against `python -m leelaz` (start-up burst, pipelined sync with
   undo, lz-analyze B 50 parsed by Sabaki's rules and aborted by protocol_version,
-  lz-genmove_analyze's play line, quit). `.ci/run` installs the library with npm; without it
-  the test is skipped here and fails in CI.
+  lz-genmove_analyze's play line, quit). scripts/install_test_deps.sh installs the library
+  with npm; without it the test is skipped, and fails with LEELAZ_STRICT_TESTS=1 (CI).
 - Lizzie: numbered commands, stderr merged into stdout (Lizzie's redirectErrorStream), every
   `=`/`?` line's id read with Java's Integer.parseInt, `info` lines read as MoveData.fromInfo
   does (Integer.parseInt on the numbers), ` -> ` lines matched against its summary pattern,
@@ -16,7 +16,6 @@ session that talks and parses the way Lizzie 0.7.4 does (Sabaki's enginesyncer.j
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need
 
 from leelaz.gtp.client import GtpClient
 
@@ -44,20 +44,12 @@ LIZZIE_SUMMARY = (
 #: do not print it. Tolerated here as the one known exception (see MoveData.fromSummary above).
 
 
-def _needs(what: str, present: bool) -> None:
-    if present:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing in CI; .ci/run should have installed it")
-    pytest.skip(f"{what} is not installed here")
-
-
 # ---- Sabaki ---------------------------------------------------------------------------------
 
 def test_sabaki_session(random_weights):
-    _needs("node", shutil.which("node") is not None)
-    _needs("tests/clients/node_modules/@sabaki/gtp (npm install in tests/clients)",
-           (CLIENTS / "node_modules" / "@sabaki" / "gtp").is_dir())
+    need("Node.js", shutil.which("node") is not None, "sudo apt-get install nodejs npm")
+    need("Sabaki's GTP library", (CLIENTS / "node_modules" / "@sabaki" / "gtp").is_dir(),
+         "cd tests/clients && npm install")
     net = random_weights(1, 8)
     proc = subprocess.run(
         ["node", "sabaki_session.js", *ENGINE, "-g", "--cpu-only", "--lagbuffer", "0", "-w",

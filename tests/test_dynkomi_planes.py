@@ -10,11 +10,10 @@ this file.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from backend_helpers import need_opencl
+from conftest import requires
 
 import oracle
 from leelaz.backends.numpy_backend import NumpyBackend
@@ -167,8 +166,7 @@ def test_komi_changes_the_winrate(weights):
 @pytest.mark.parametrize("packed", [False, True], ids=["float-planes", "packed"])
 def test_opencl_matches_numpy_at_every_komi(weights, packed, monkeypatch):
     """Within 1 per mille, through the float planes (submit) and the packed input."""
-    if not os.environ.get("CI"):
-        pytest.importorskip("pyopencl")
+    requires("pyopencl")
     need_opencl()
     from leelaz.backends.opencl_backend import OpenCLBackend
 
@@ -195,8 +193,7 @@ def test_opencl_matches_numpy_at_every_komi(weights, packed, monkeypatch):
 def test_packed_komi_7_5_is_bit_identical_to_the_standard_row(weights):
     """The flagged colour-plane section with the values 1 and 0 gives exactly the results of
     the row without it (the kernel's standard path), and the row without komi is unchanged."""
-    if not os.environ.get("CI"):
-        pytest.importorskip("pyopencl")
+    requires("pyopencl")
     need_opencl()
     from leelaz.backends.opencl_backend import OpenCLBackend
 

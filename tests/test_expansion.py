@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import requires
 
 from leelaz.game.coords import BLACK, NUM_INTERSECTIONS, PASS, WHITE
 from leelaz.search import expansion
@@ -66,7 +67,7 @@ def one_at_a_time(state, ev, dumbpass: bool) -> tuple[UCTNode, int]:
 def batch_path(request, monkeypatch):
     """expand_batch through NumPy, or through the compiled kernels (loaded here and now)."""
     if request.param == "compiled":
-        pytest.importorskip("numba")
+        requires("numba")
         monkeypatch.delenv(expansion.COMPILED_VARIABLE, raising=False)
         monkeypatch.setattr(expansion, "_kernels", None)
         expansion._load_kernels()

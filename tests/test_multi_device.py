@@ -5,25 +5,25 @@ the submit-before-wait order are checked on recording fakes, so they hold withou
 On PoCL two backends share one device (`--gpu 0 --gpu 0`), which exercises the split, the
 concurrent queues and the join exactly as two GPUs would.
 
-Runs on PoCL in CI; the OpenCL tests are skipped only when no OpenCL device exists and CI is
-not set (the pattern of test_opencl_backend.py).
+Runs on PoCL in CI; the OpenCL tests are skipped only when no OpenCL device exists and
+LEELAZ_STRICT_TESTS is not set (the pattern of test_opencl_backend.py).
 """
 
 from __future__ import annotations
 
 import io
-import os
 import re
 
 import numpy as np
 import pytest
 from backend_helpers import need_opencl, random_planes, rel_error
+from conftest import requires
 
 from leelaz.backends.base import Backend
 from leelaz.backends.multi_device import MultiDeviceBackend, split_sizes
 from leelaz.backends.weights import load_weights
 
-cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
+cl = requires("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 

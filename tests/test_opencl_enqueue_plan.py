@@ -7,20 +7,19 @@ large-batch sgemm shapes mixed up. So the batch size goes back and forth (both s
 buffers growing in between), the cache is shrunk to force re-use, and each answer is compared
 with the NumPy backend (1e-4 relative fp32, 3e-2 fp16, as tests/test_opencl_backend.py).
 
-Runs on PoCL in CI; skipped only when no OpenCL device exists and CI is not set.
+Runs on PoCL in CI; skipped only when no OpenCL device exists and LEELAZ_STRICT_TESTS is not set.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from backend_helpers import need_opencl, random_planes, rel_error
+from conftest import requires
 
 from leelaz.backends.weights import load_weights
 
-cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
+cl = requires("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 from leelaz.backends.opencl_backend import plan_rows  # noqa: E402

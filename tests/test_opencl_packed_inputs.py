@@ -6,20 +6,19 @@ through the symmetry table, kernels/winograd.cl's in_transform_boxes mirrors coo
 Positions come from random games (captures, kos, fewer than 8 positions of history early on),
 every symmetry and the 8-way average, both colours to move, batches that leave padding rows.
 
-Runs on PoCL in CI; skipped only when no OpenCL device exists and CI is not set.
+Runs on PoCL in CI; skipped only when no OpenCL device exists and LEELAZ_STRICT_TESTS is not set.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from backend_helpers import need_opencl, random_game_positions, rel_error
+from conftest import requires
 
 from leelaz.backends.weights import load_weights
 
-cl = pytest.importorskip("pyopencl") if not os.environ.get("CI") else __import__("pyopencl")
+cl = requires("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 from leelaz.nn.network import Network  # noqa: E402

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from backend_helpers import random_game_positions, random_planes, rel_error
+from conftest import requires
 
 from leelaz.backends import BackendUnavailable, create_backend
 from leelaz.backends.numpy_backend import NumpyBackend
@@ -20,7 +21,7 @@ from leelaz.backends.weights import load_weights
 from leelaz.nn.features import input_planes_batch, packed_inputs
 from leelaz.nn.network import Network
 
-torch = pytest.importorskip("torch")
+torch = requires("torch")
 
 from leelaz.backends import torch_backend  # noqa: E402
 from leelaz.backends.torch_backend import (EAGER_GRAPH_ROWS, TorchBackend,  # noqa: E402
@@ -179,7 +180,7 @@ def test_cuda_submits_in_flight_match_numpy(shipped, precision):
     asynchronous path (pinned staging, the stream, padded rows, packed positions decoded on
     the device) against NumPy, with several batches in flight at once."""
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA here (run on the GPU machine)")
+        pytest.skip("needs an NVIDIA GPU and PyTorch's CUDA build (pip install -e '.[torch]')")
     backend = TorchBackend(shipped, device="cuda:0", precision=precision, quiet=True)
     assert backend.asynchronous and backend.bucketed and backend.precision == precision
     tolerance = {"single": 1e-4, "half": 5e-2}[precision]
@@ -207,7 +208,7 @@ def test_cuda_graph_replays_equal_the_eager_pass(shipped, precision):
     buckets, interleaved and in flight together, a bucket replayed twice) give what the
     eager pass gives for the same positions."""
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA here (run on the GPU machine)")
+        pytest.skip("needs an NVIDIA GPU and PyTorch's CUDA build (pip install -e '.[torch]')")
     graphed = TorchBackend(shipped, device="cuda:0", precision=precision, quiet=True)
     eager = TorchBackend(shipped, device="cuda:0", precision=precision, quiet=True,
                          cuda_graphs=False)
@@ -233,7 +234,7 @@ def test_cuda_graphs_of_the_search_batch_are_captured_at_start(shipped):
     of up to that many rows runs as is captured when the backend is made, not during the
     first search."""
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA here (run on the GPU machine)")
+        pytest.skip("needs an NVIDIA GPU and PyTorch's CUDA build (pip install -e '.[torch]')")
     backend = TorchBackend(shipped, device="cuda:0", precision="half", quiet=True,
                            batch_size=20)
     assert sorted(backend._graphs) == [1, 2, 4, 8, 16, 18, 20]

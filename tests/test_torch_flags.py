@@ -12,12 +12,13 @@ import re
 import sys
 
 import pytest
+from conftest import requires
 
 from leelaz.backends import BackendUnavailable
 from leelaz.backends.weights import load_weights
 from leelaz.cli import parse_args, run
 
-torch = pytest.importorskip("torch")
+torch = requires("torch")
 
 from leelaz.backends.torch_backend import TorchBackend  # noqa: E402
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from chunk_parser import parse_chunk
+from conftest import requires
 from paths import REPO
 
 ZERO = [sys.executable, "-m", "leelaz", "zero"]
@@ -44,15 +45,6 @@ def zero(run: Path, *args: str, timeout: float = 240) -> subprocess.CompletedPro
 def start(run: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(ZERO + [str(run), *args], env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-
-
-def need_ray():
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("ray is missing in CI; .ci/run installs the zero extra")
-        pytest.skip("ray is not installed (pip install 'leelaz[zero]')")
 
 
 # ---- reading a run folder, independently of leelaz.zero ---------------------------------------
@@ -231,6 +223,8 @@ def test_status_table_and_elo(tmp_path):
 # ---- whole generations ---------------------------------------------------------------------
 
 def test_local_generation_gated_killed_mid_match_and_status(tmp_path):
+    requires("torch")  # the loop's trainer
+    requires("matplotlib")  # status.png
     run = tmp_path / "run"
     # Two workers: the match is two jobs (shards) playing into one folder when it is killed.
     args = (*TINY, "--games-per-gen", "4", "--generations", "1", "--match-games", "6",
@@ -265,7 +259,8 @@ def test_local_generation_gated_killed_mid_match_and_status(tmp_path):
 
 
 def test_ray_local_generation(tmp_path):
-    need_ray()
+    requires("ray")
+    requires("torch")
     run = tmp_path / "run"
     done = zero(run, *TINY, "--games-per-gen", "4", "--generations", "1",
                 "--ray", "auto", "--workers", "2")
@@ -320,6 +315,7 @@ def _kill_when(proc: subprocess.Popen, ready, what: str, timeout: float = 180) -
 
 
 def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
+    requires("torch")
     run = tmp_path / "run"
     # One game at a time per job, so that a kill after the first finished game always finds
     # games in flight; a checkpoint after every step, so that the kill lands between two.
@@ -353,7 +349,8 @@ def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
 
 
 def test_ray_cluster_survives_a_node_killed_mid_game(tmp_path, monkeypatch):
-    need_ray()
+    requires("ray")
+    requires("torch")
     from ray.cluster_utils import Cluster
 
     run = tmp_path / "run"
@@ -428,14 +425,6 @@ def test_bad_input_is_one_line_and_leaves_dir_alone(tmp_path):
     other_net = make_random_weights(tmp_path / "other.gz", 1, 8, seed=99)
     _one_line_error(zero(run, *TINY, "-w", other_net, "--generations", "1"), "started from")
 
-    # Ray unreachable: nothing listens on a port we just closed.
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    _one_line_error(zero(run, *TINY, "--ray", f"127.0.0.1:{port}", "--generations", "1"),
-                    "cannot reach")
-
     # Ray not installed: a `ray` that fails to import, first on the path.
     fake = tmp_path / "noray" / "ray"
     fake.mkdir(parents=True)
@@ -453,6 +442,23 @@ def test_bad_input_is_one_line_and_leaves_dir_alone(tmp_path):
     _one_line_error(zero(other, *TINY, "--generations", "0"), "not a leelaz zero run")
     assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
 
+    assert tree_digest(run) == before
+
+
+def test_an_unreachable_ray_cluster_is_one_line_and_leaves_dir_alone(tmp_path):
+    """Ray installed, but nothing listens on the address: a port we just closed."""
+    requires("ray")
+    requires("torch")  # a run of one generation trains
+    run = tmp_path / "run"
+    made = zero(run, *TINY, "--generations", "0")
+    assert made.returncode == 0, made.stderr
+    before = tree_digest(run)
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _one_line_error(zero(run, *TINY, "--ray", f"127.0.0.1:{port}", "--generations", "1"),
+                    "cannot reach")
     assert tree_digest(run) == before
 
 
@@ -505,6 +511,7 @@ def test_a_generation_keeps_its_pass_rule_and_noise(tmp_path, off, key, flag):
     rules, --no-noise its self-play without root noise (neither flag in the SGFs' options, as
     autogtp writes them); the next generation, without the option, goes back to autogtp's -d
     and -n. Matches play -d as self-play does (the server's matches) and never have noise."""
+    requires("torch")
     run = tmp_path / "run"
     args = (*TINY, "--games-per-gen", "2", "--match-games", "2")
     first = zero(run, *args, off, "--generations", "1")
