@@ -6,7 +6,8 @@ selfplay.* (settings, store, runner, game), game.coords.
 Per game: a seed (from the run seed and the game's index, or random), the 10 % no-resign draw,
 a fresh search and Network (its own cache and symmetries) on the shared backend; then the
 game's chunk, debug file and SGF are committed (selfplay/store.py). Games already finished in
-the folder count towards `games`.
+the folder count towards `games`. One run at a time writes into a folder (selfplay/lifetime.py):
+two runs counting the same finished games would each play the missing ones.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from leelaz.game.coords import BLACK, WHITE
 from leelaz.selfplay.game import GameInPlay, Player
+from leelaz.selfplay.lifetime import FolderBusy, FolderLock
 from leelaz.selfplay.runner import EngineSide, GameRunner, RunStats, SelfplayError
 from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
 from leelaz.selfplay.store import GameStore, StoreError
@@ -94,6 +96,11 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
     except StoreError as exc:
         raise SelfplayError(str(exc)) from None
     try:
+        lock = FolderLock(store.folder, "selfplay")
+    except FolderBusy as exc:
+        store.close()
+        raise SelfplayError(str(exc)) from None
+    try:
         wanted = games - len(store.finished())
         if workers > 1 and wanted > 1:
             from leelaz.selfplay.workers import run_workers
@@ -105,6 +112,7 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
                          seconds, backend=backend)
     finally:
         store.close()
+        lock.release()
 
 
 def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted: int,

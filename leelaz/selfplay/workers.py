@@ -8,12 +8,14 @@ speed; on a many-core GPU host W processes multiply that, each sending its own b
 the device. Worker w takes the game indices first + w, first + w + W, ... (so
 seeded games never repeat across workers) and plays its share of the games; the parent shows
 one progress bar from shared counters. Processes are spawned, not forked (OpenCL contexts and
-threads do not survive a fork).
+threads do not survive a fork). A worker dies with its parent (selfplay/lifetime.py), so a
+SIGKILLed run leaves no process writing into the folder.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 
 from leelaz.selfplay.runner import SelfplayError
@@ -37,16 +39,16 @@ class Counters:
 
 
 def _worker(parallel, settings, weights, folder, count, first, stride, seconds, counters, out,
-            backend):
-    import os
+            backend, parent):
+    from leelaz.selfplay.lifetime import die_with_parent, parent_gone
+    die_with_parent(parent)  # a SIGKILLed run must not leave its workers writing
 
     from leelaz.selfplay.selfplay import run_games
     from leelaz.selfplay.store import GameStore
-    parent = os.getppid()
     store = GameStore(folder, first_index=first, stride=stride)
     try:
         summary = run_games(settings, weights, store, count, parallel, False, seconds,
-                            counters, backend, orphaned=lambda: os.getppid() != parent)
+                            counters, backend, orphaned=lambda: parent_gone(parent))
         out.put(("ok", summary.evaluations, summary.network_calls, summary.backend))
     except KeyboardInterrupt:
         out.put(("interrupted", 0, 0, ""))
@@ -69,7 +71,7 @@ def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, 
     shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
     procs = [ctx.Process(target=_worker, args=(parallel, settings, weights, folder, shares[w],
                                               first + w, workers, seconds, counters, out,
-                                              backend),
+                                              backend, os.getpid()),
                          daemon=True)
              for w in range(workers) if shares[w] > 0]
     began = time.monotonic()
