@@ -191,3 +191,19 @@ def test_a_sigkilled_selfplay_leaves_no_worker_playing(tmp_path, random_weights)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_seconds_stops_a_move_of_unlimited_visits(tmp_path, random_weights):
+    """`-v 0` (no limit) makes a move that never ends by itself: --seconds still stops the
+    run, dropping the game in flight."""
+    out = tmp_path / "unlimited"
+    began = time.monotonic()
+    done = subprocess.run(VERB + ["selfplay", "--games", "1", "--out", str(out), "-w",
+                                  random_weights(1, 8), "-v", "0", "--cpu-only", "-q",
+                                  "--seconds", "2"],
+                          env=ENV, capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stderr
+    assert took < 30, took
+    assert _sgfs(out) == []
+    assert "0 games in" in done.stdout
