@@ -96,6 +96,7 @@ class Scoreboard:
         self.resigned = 0
         self.stopped = False  # SPRT decided, or the match was interrupted
         self.closed = False  # interrupted: record nothing more
+        self.write_error = ""  # an SGF could not be written: the match stops, exit status 1
 
     def add(self, game: GameRecord) -> None:
         """Count a game (played here, or read back by --tally: the same arithmetic)."""
@@ -128,12 +129,18 @@ class Scoreboard:
         """Write the SGF, print the game's line and the running summary."""
         s = self.settings
         with self.lock:
-            if self.closed:
+            if self.closed or self.write_error:
                 return
+            if s.sgf_dir:  # stored first: a game that is not stored is not counted
+                path = os.path.join(s.sgf_dir, f"game-{number + 1:03d}.sgf")
+                try:
+                    write_text_atomic(path, sgf_text(game))
+                except OSError as exc:
+                    self.write_error = (f"cannot write {path}: {exc.strerror or exc}; the match "
+                                        f"stopped after {self.played} stored games")
+                    self.stopped = True
+                    return
             self.add(game)
-            if s.sgf_dir:
-                write_text_atomic(os.path.join(s.sgf_dir, f"game-{number + 1:03d}.sgf"),
-                                  sgf_text(game))
             self.bar.say(f"game {number + 1}: B {game.black} W {game.white} {game.result} "
                          f"({len(game.moves)} moves; {game.reason})")
             line = summary(s.name1, self.wins, self.played, s.sprt)
@@ -190,6 +197,8 @@ def play(settings: MatchSettings) -> int:
     print(summary(settings.name1, board.wins, board.played, settings.sprt))
     if any(board.forfeits.values()):
         print(forfeit_line(board.forfeits))
+    if board.write_error:
+        raise ToolError(board.write_error)
     return 1 if failures else 0
 
 
@@ -320,6 +329,9 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
         engine1_colour=engine1_colour)
     if settings.tally:
         return tally(settings)
+    for option, folder in (("--sgf-dir", sgf_dir), ("--log-dir", log_dir)):
+        if folder:
+            _check_folder(option, folder)
     checks = [("--engine1", engine1), ("--engine2", engine2)]
     if referee not in ("", "engine1"):
         checks.append(("--referee", referee))
@@ -344,6 +356,9 @@ def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_
                             network_backend=backend)
     except SelfplayError as exc:
         raise ToolError(str(exc)) from None
+    except OSError as exc:  # a full disk or a read-only --out while publishing the match
+        where = exc.filename or out_dir
+        raise ToolError(f"cannot write in {out_dir}: {where}: {exc.strerror or exc}") from None
     if as_json:
         data = dataclasses.asdict(result)
         if abs(data["elo"]) == float("inf"):
@@ -352,6 +367,25 @@ def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_
     else:
         print(result.line())
     return 0
+
+
+def _check_folder(option: str, folder: str) -> None:
+    """A folder the match writes into must be one, and writable, before any game is played
+    (a failure after an hour of games would lose them): made if missing, then probed with a
+    file (as root, permission bits alone say nothing about a read-only filesystem)."""
+    import tempfile
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"{option} {folder}: {exc.strerror or exc}") from None
+    if not os.path.isdir(folder):
+        raise ToolError(f"{option} {folder}: not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".leelaz-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ToolError(f"{option} {folder}: cannot write in it: {exc.strerror or exc}") from None
 
 
 def _check_command(role: str, line: str) -> None:

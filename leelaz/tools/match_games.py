@@ -96,9 +96,13 @@ def sgf_property(text: str, key: str) -> str | None:
 
 
 def read_game(path: str) -> GameRecord:
-    """The parts of a game-NNN.sgf that scoring needs: players, winner, ending."""
+    """The parts of a game-NNN.sgf that scoring needs: players, winner, ending. A file
+    that does not end as sgf_text ends it (a truncated copy: its RE would still read as a
+    win) raises ValueError."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
+    if not (text.startswith("(;") and text.rstrip().endswith(")")):
+        raise ValueError("truncated: no closing parenthesis")
     black, white = sgf_property(text, "PB"), sgf_property(text, "PW")
     if black is None or white is None:
         raise ValueError(f"{path}: no PB/PW")
