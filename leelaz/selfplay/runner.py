@@ -62,6 +62,7 @@ class RunStats:
     root_visits: int = 0
     games: int = 0  # games finished (and committed) in this run
     seconds: float = 0.0
+    finished_moves: int = 0  # moves of the games finished in this run (the progress estimate)
 
     def rates(self) -> str:
         s = max(self.seconds, 1e-9)
@@ -257,6 +258,7 @@ class GameRunner:
                 return slot
             self.commit(slot.job, finished)
             self.stats.games += 1
+            self.stats.finished_moves += finished.moves
             slot = self._start(group)
         return None
 

@@ -22,18 +22,20 @@ from leelaz.selfplay.runner import SelfplayError
 
 
 class Counters:
-    """Moves, playouts and finished games, shared by the workers and their parent."""
+    """Moves, playouts, finished games and their moves, shared by the workers and their
+    parent."""
 
     def __init__(self, ctx):
-        self._values = ctx.Array("q", 3)
+        self._values = ctx.Array("q", 4)
 
-    def add(self, moves: int, playouts: int, games: int) -> None:
+    def add(self, moves: int, playouts: int, games: int, finished_moves: int = 0) -> None:
         with self._values.get_lock():
             self._values[0] += moves
             self._values[1] += playouts
             self._values[2] += games
+            self._values[3] += finished_moves
 
-    def read(self) -> tuple[int, int, int]:
+    def read(self) -> tuple[int, int, int, int]:
         with self._values.get_lock():
             return tuple(self._values)
 
@@ -75,8 +77,7 @@ def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, 
                          daemon=True)
              for w in range(workers) if shares[w] > 0]
     began = time.monotonic()
-    done_before = len(GameStore.finished_in(folder))
-    bar = _ProgressBar(done_before + wanted, done_before, f"{len(procs)} workers") \
+    bar = _ProgressBar(wanted, f"{len(procs)} workers", settings.max_moves) \
         if progress else None
     for p in procs:
         p.start()
@@ -105,7 +106,7 @@ def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, 
         raise SelfplayError(errors[0])
     if len(reports) < len(procs):
         raise SelfplayError("a worker process died; the games it finished are kept")
-    moves, playouts, games = counters.read()
+    moves, playouts, games, _ = counters.read()
     evals = sum(r[1] for r in reports if r[0] == "ok")
     calls = sum(r[2] for r in reports if r[0] == "ok")
     backend = next((r[3] for r in reports if r[0] == "ok"), "")

@@ -113,7 +113,7 @@ Example:
 @click.command(context_settings=CONTEXT, epilog=EPILOG)
 @click.argument("files", nargs=-1, required=True, metavar="SGF...")
 @click.option("-o", "--out-dir", required=True, metavar="DIR",
-              help="[required] Folder for the chunks (one run at a time).")
+              help="Folder for the chunks (one run at a time).")
 @click.option("-j", "--workers", type=click.IntRange(1, None), default=os.cpu_count() or 1,
               show_default=True, help="Files dumped at the same time.")
 @click.option("--seed", type=int, default=None, help="Shuffle seed (default: random).")

@@ -195,6 +195,7 @@ class MatchTable:
         self.referee = (engine("referee", s.referee, "referee")
                         if s.referee not in ("", "engine1") else None)
         self.rules: RulesReferee | None = None
+        self.on_move = None  # called after each move played (the match's progress bar)
         if s.sgf_dir:
             os.makedirs(s.sgf_dir, exist_ok=True)
 
@@ -292,6 +293,8 @@ class MatchTable:
                                              restart=other)
                     raise
             game.moves.append((color, move.upper() if move.lower() != "pass" else "pass"))
+            if self.on_move is not None:
+                self.on_move()
             passes = passes + 1 if move.lower() == "pass" else 0
             color = "W" if color == "B" else "B"
             if passes >= 2 or len(game.moves) >= s.max_moves:
