@@ -184,7 +184,7 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
         if counters is not None:
             counters.add(0, 0, 1, game.moves)
 
-    if progress:
+    if progress and (seconds is None or seconds > SLOW_RUN_SECONDS):
         note = slow_run_note(side, settings, wanted, parallel)
         if note:
             warn(note)
