@@ -1,7 +1,8 @@
 """Progress of long work: a tqdm bar on a terminal, a plain line every 30 s in a log.
 
 Owns: `progress(total, desc, unit, enabled)`, the one way the verbs and the trainer show
-progress. Imports: tqdm (a dependency), lazily; any module may use it.
+progress, and `MoveBar`, the bar in moves of work counted in games whose lengths are not known
+in advance (self-play, matches). Imports: tqdm (a dependency), lazily; any module may use it.
 
 On a terminal the bar goes to stderr with tqdm's estimate of the time left (it has one when
 `total` is given). When stderr is not a terminal (a log file, `nohup`, a pipe), a bar's
@@ -32,6 +33,9 @@ class _NoBar:
         pass
 
     def set_postfix_str(self, text: str) -> None:
+        pass
+
+    def set_total(self, total: float) -> None:
         pass
 
     def say(self, text: str) -> None:
@@ -94,6 +98,9 @@ class _LineProgress(_NoBar):
         self.postfix = text
         self._maybe_line()
 
+    def set_total(self, total: float) -> None:
+        self.total = total
+
     def _maybe_line(self) -> None:
         now = self.pace.clock()
         if now - self.last_line >= LINE_SECONDS:
@@ -135,6 +142,10 @@ class _TqdmBar(_NoBar):
     def set_postfix_str(self, text: str) -> None:
         self.bar.set_postfix_str(text, refresh=True)
 
+    def set_total(self, total: float) -> None:
+        self.bar.total = total
+        self.bar.refresh()
+
     def say(self, text: str) -> None:
         self.bar.write(text, file=sys.stdout)
         sys.stdout.flush()
@@ -170,3 +181,47 @@ def progress(total: int | float | None, desc: str, unit: str = "it",
     from tqdm import tqdm
     return _TqdmBar(tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
                          dynamic_ncols=True))
+
+
+#: Moves a game is guessed to last before any game of the run has finished (Leela Zero's
+#: self-play games on 19x19 average a little over 200 moves with resignation).
+PRIOR_GAME_MOVES = 250
+
+
+class MoveBar:
+    """A bar counting moves, for work counted in games: its total is the moves played plus,
+    for each game not finished, the mean length of the games finished so far (PRIOR_GAME_MOVES
+    until one has), capped at `max_moves`; so the bar's rate and time left are in moves, and
+    its estimate sharpens as games finish. The postfix says how many games are done."""
+
+    def __init__(self, games: int, desc: str, max_moves: int = 722, enabled: bool = True):
+        self.games = games
+        self.max_moves = max_moves
+        self.moves = 0
+        self.finished = 0
+        self.finished_moves = 0
+        self.bar = progress(self.estimate(), desc, unit="move", enabled=enabled)
+
+    def estimate(self) -> int:
+        """The moves the run is expected to play in all, on what is known now."""
+        per_game = (self.finished_moves / self.finished if self.finished
+                    else min(PRIOR_GAME_MOVES, self.max_moves))
+        in_flight = max(0, self.games - self.finished)
+        return max(self.moves, round(self.finished_moves + in_flight * per_game))
+
+    def update(self, moves: int, finished: int, finished_moves: int, extra: str = "") -> None:
+        """The run's totals now: moves played (all games), games finished and their moves."""
+        if moves > self.moves:
+            self.bar.update(moves - self.moves)
+            self.moves = moves
+        if finished != self.finished:
+            self.finished, self.finished_moves = finished, finished_moves
+        self.bar.set_total(self.estimate())
+        self.bar.set_postfix_str(f"{self.finished}/{self.games} games" +
+                                 (f", {extra}" if extra else ""))
+
+    def say(self, text: str) -> None:
+        self.bar.say(text)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -350,6 +350,13 @@ def node_less(a: UCTNode, b: UCTNode, color: int, threshold: float) -> bool:
     return a.eval_with_vl(color) < b.eval_with_vl(color)
 
 
+def forced_visits(prior: float, total: int, k: float) -> float:
+    """KataGo's forced playouts (Wu, "Accelerating Self-Play Learning in Go", 2019, section
+    3.1): the visits a root child with (noised) prior `prior` is owed when the root's children
+    hold `total` visits. Self-play's target pruning removes them again (selfplay/targets.py)."""
+    return math.sqrt(k * prior * total)
+
+
 class RootSelector:
     """PUCT selection at the root without scoring every child at every selection (hot path).
 
@@ -420,6 +427,25 @@ class RootSelector:
     def untouched_left(self) -> int:
         """How many root children are not among `touched_children`."""
         return len(self.untouched) - self.start
+
+    def forced_child(self, k: float, virtual_loss: int) -> UCTNode | None:
+        """The first visited, active root child (in child order) whose visits, pending ones
+        counted, are below `forced_visits` of its prior; None when none is owed any. Only
+        children already visited are forced (KataGo forces created children, not new ones).
+        Selecting outside `select` changes a child `select` did not pick last, so the kept
+        scores are forgotten."""
+        nodes = self.nodes
+        total = 0
+        for c in nodes:
+            if c.status != INVALID:
+                total += c.visits
+        for c in nodes:
+            pending = c.virtual_loss / max(1, virtual_loss)
+            if c.visits and c.status == ACTIVE and \
+                    c.visits + pending < forced_visits(c.prior, total, k):
+                self.scored_for = None
+                return c
+        return None
 
     def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
                log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:

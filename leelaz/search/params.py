@@ -50,6 +50,10 @@ class SearchParams:
     random_count: int = 0  # -m: sample the played move while the move number is below this
     random_visits: int = 1  # --randomvisits: only children with more visits are sampled
     random_temp: float = 1.0  # --randomtemp: weight = (visits / first visits) ** (1 / temp)
+    #: KataGo's forced playouts at the root (self-play's full searches; 0 = off, as Leela
+    #: Zero): a visited root child is selected while its visits are below
+    #: sqrt(k * prior * total child visits) (search/node.py `forced_visits`).
+    forced_playouts_k: float = 0.0
 
     # --- move choice (-d, -r) ---
     dumbpass: bool = False  # -d: pass is always a child; no pass heuristics at the end

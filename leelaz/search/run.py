@@ -461,6 +461,7 @@ class SearchRun:
         fpu = p.root_fpu_reduction()
         inner_fpu = p.fpu_reduction  # below the root
         dynamic_fpu = p.dynamic_fpu
+        forced_k = p.forced_playouts_k
         big = KEPT_SCORES_CHILDREN
         root_state = self.root_state
         node = root = self.root
@@ -483,8 +484,12 @@ class SearchRun:
             if not node.children and not node._moves:
                 return _NOVALUE, path, None
             if node is root:
-                child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
-                                                  log_const, dynamic_fpu)
+                child = None
+                if forced_k:  # self-play's forced playouts (off in every other search)
+                    child = self.root_selector.forced_child(forced_k, vl)
+                if child is None:
+                    child = self.root_selector.select(node, color, fpu, c_puct, log_puct,
+                                                      log_const, dynamic_fpu)
             elif len(node.children) >= big:
                 scores = kept.get(id(node))
                 if scores is None:

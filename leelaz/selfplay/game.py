@@ -17,8 +17,9 @@ function `dump_training` writes, so the file is byte for byte what `dump_trainin
 FILE` would give after this game.
 
 The debug text is Leela Zero's `dump_debug` (Training::dump_debug): `2`, `<resign pct> <weights>`,
-then per recorded search `net_winrate root_winrate best_child_winrate best_child_visits`, all
-from the side to move; the resign analysis reads it.
+then per search `net_winrate root_winrate best_child_winrate best_child_visits`, all from the
+side to move; the resign analysis reads it. With playout-cap randomisation (`plan`) only the
+full searches are recorded in the chunk, but every search has its debug line.
 """
 
 from __future__ import annotations
@@ -88,14 +89,22 @@ class GameInPlay:
     `on_move(playouts, root_visits)` is called after each move (progress figures)."""
 
     def __init__(self, players: dict[int, Player], *, options: str, max_moves: int,
-                 record: bool, resign_pct: int, should_stop=None, on_move=None):
+                 record: bool, resign_pct: int, should_stop=None, on_move=None,
+                 komi: float = KOMI, plan=None, prune_k: float = 0.0):
+        """Self-play's additions (selfplay/targets.py): `komi` the game's; `plan(move_num)`
+        -> (SearchParams, recorded) sets each move's search (playout-cap randomisation: a
+        cheap search is not recorded); `prune_k` > 0 takes the forced playouts out of each
+        recorded target. Without them the game is Leela Zero's."""
         self.began = time.monotonic()
         self.players = players
         self.options = options
         self.max_moves = max_moves
         self.should_stop = should_stop
         self.on_move = on_move
-        self.state = GameState(komi=KOMI)
+        self.plan = plan
+        self.prune_k = prune_k
+        self._recorded = True  # the move under way is recorded
+        self.state = GameState(komi=komi)
         self.state.time_control = TimeControl.from_time_settings(0, 1, 0)  # autogtp's: no clock
         self.recorder = TrainingRecorder() if record else None
         self.debug = [f"2\n{resign_pct} {players[BLACK].weights_path}\n"] if record else []
@@ -157,6 +166,8 @@ class GameInPlay:
         """think()'s start for the side to move; True when its root waits for the call."""
         state = self.state
         search = self.players[state.to_move].search
+        if self.plan is not None:
+            search.params, self._recorded = self.plan(state.move_num)
         self._run, self._limits = search.start_move(state, state.to_move,
                                                     time_limit_cs=UNLIMITED)
         if self._run.root_needs_evaluation():
@@ -182,15 +193,30 @@ class GameInPlay:
         move = result.move
         if move not in (PASS, RESIGN) and not state.is_legal(color, move):
             move = PASS  # as genmove: never an illegal move
-        if self.recorder is not None and self.recorder.record(state, result):
-            self.debug.append(f"{result.net_winrate:g} {result.root_winrate:g} "
-                              f"{result.best_child_winrate:g} {result.best_child_visits}\n")
+        if self.recorder is not None:
+            # The debug file has a line per search (the resign analysis counts moves by its
+            # lines), the chunk a record per recorded search: the same lines unless
+            # playout-cap randomisation leaves cheap searches out of the chunk.
+            if self._recorded:
+                searched = self.recorder.record(state, self._target(result))
+            else:
+                searched = any(c.visits for c in result.children)
+            if searched:
+                self.debug.append(f"{result.net_winrate:g} {result.root_winrate:g} "
+                                  f"{result.best_child_winrate:g} {result.best_child_visits}\n")
         self.playouts += result.playouts
         self.root_visits += result.root_visits
         state.play(color, move)
         if self.on_move is not None:
             self.on_move(result.playouts, result.root_visits)
         return move == RESIGN or state.passes >= 2 or state.move_num > self.max_moves
+
+    def _target(self, result):
+        """What the chunk records of a search: its visits, less the forced playouts."""
+        if self.prune_k > 0:
+            from leelaz.selfplay.targets import prune_forced
+            return prune_forced(result, self.prune_k)
+        return result
 
     def _finished(self) -> FinishedGame:
         state, players, recorder = self.state, self.players, self.recorder

@@ -1,6 +1,7 @@
 """Resign analysis: how often would a resignation threshold have resigned a game that was won?
 
-Owns: `analyse`, `ThresholdRow`, `report`. Imports: stdlib only (the files are read here).
+Owns: `analyse`, `ThresholdRow`, `report`, `resign_allowed` (self-play's resignation gate).
+Imports: stdlib only (the files are read here).
 
 Leela Zero's scripts/resign_analysis/resign_analysis.py reads, for the
 games played with `-r 0` (the 10 % no-resign share), the per-search debug records that
@@ -109,3 +110,31 @@ def report(folder: str, thresholds=THRESHOLDS) -> str:
                      f"({row.wrong_black}/{row.wrong_white}){'':>9}"
                      f"{100 * row.false_rate:10.1f}%  {100 * row.moves_saved:10.1f}%")
     return "\n".join(lines) + "\n"
+
+
+#: Self-play resigns only once its no-resign games show fewer false resignations than this
+#: at the threshold (Leela Zero's server kept the rate under 5 %, zero-loop.md section 4.2) ...
+MAX_FALSE_RESIGN_RATE = 0.05
+#: ... among at least this many no-resign games.
+MIN_NO_RESIGN_GAMES = 20
+
+
+def resign_allowed(folders, resign_pct: int) -> tuple[bool, str]:
+    """Whether self-play may resign at `resign_pct` (-1: Leela Zero's 10 %): the no-resign
+    games of `folders` (missing ones are skipped) must number at least MIN_NO_RESIGN_GAMES
+    and show a false-resignation rate under MAX_FALSE_RESIGN_RATE at that threshold. With
+    resignation off every game of a run is a no-resign game, so the evidence grows until the
+    gate opens (or shows the threshold is unsafe). Returns (allowed, the reason in words)."""
+    games = []
+    for folder in dict.fromkeys(folders):
+        if os.path.isdir(folder):
+            games += read_games(folder)[0]
+    threshold = (resign_pct if resign_pct > 0 else 10) / 100
+    if len(games) < MIN_NO_RESIGN_GAMES:
+        return False, (f"{len(games)} no-resign games so far, {MIN_NO_RESIGN_GAMES} needed to "
+                       "measure false resignations")
+    row = analyse(games, (threshold,))[0]
+    rate = f"{100 * row.false_rate:.1f}% false resignations in {row.games} no-resign games"
+    if row.false_rate < MAX_FALSE_RESIGN_RATE:
+        return True, rate
+    return False, f"{rate} (under {100 * MAX_FALSE_RESIGN_RATE:.0f}% needed)"

@@ -22,9 +22,10 @@ batches: while one group's call runs on the device, the other group walks its tr
 device and Python overlap as the search's own pipelining does.
 
 Stopping: the time limit (`deadline`, the benchmark) lets each game finish its current move
-and drops it at the next; `finish_soft()` (the SPRT decided) starts no new game and lets
-the games in flight finish; a worker whose parent died stops at once. Ctrl-C drops the
-games in flight. A dropped game writes nothing: only finished games are committed, so an
+and drops it at the next, and drops every game still searching DEADLINE_GRACE_SECONDS later
+(a move of unlimited visits never ends by itself); `finish_soft()` (the SPRT decided)
+starts no new game and lets the games in flight finish; a worker whose parent died stops at
+once. Ctrl-C drops the games in flight. A dropped game writes nothing: only finished games are committed, so an
 interrupted run leaves whole games.
 """
 
@@ -42,6 +43,8 @@ from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
 
 #: Seconds between progress updates (and checks of the deadline and the parent process).
 POLL_SECONDS = 0.25
+#: Seconds past the deadline that a move under way may take to finish before it is dropped.
+DEADLINE_GRACE_SECONDS = 1.0
 #: Seconds between the runner's own garbage collections (see `_no_automatic_collection`).
 COLLECT_SECONDS = 60.0
 
@@ -59,6 +62,7 @@ class RunStats:
     root_visits: int = 0
     games: int = 0  # games finished (and committed) in this run
     seconds: float = 0.0
+    finished_moves: int = 0  # moves of the games finished in this run (the progress estimate)
 
     def rates(self) -> str:
         s = max(self.seconds, 1e-9)
@@ -215,7 +219,8 @@ class GameRunner:
         if self.progress is not None:
             self.progress(self)
         self._collect()
-        self.stopping()
+        if self.stopping() and time.monotonic() >= self.deadline + DEADLINE_GRACE_SECONDS:
+            self._halted = True  # a move that does not end (unlimited visits) is dropped
         if self.orphaned is not None and self.orphaned():
             self._halted = True
 
@@ -253,6 +258,7 @@ class GameRunner:
                 return slot
             self.commit(slot.job, finished)
             self.stats.games += 1
+            self.stats.finished_moves += finished.moves
             slot = self._start(group)
         return None
 

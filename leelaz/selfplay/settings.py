@@ -31,6 +31,8 @@ MATCH_DEFAULTS = dict(visits=1600, noise=False, randomcnt=0, resignpct=5, dumbpa
 NO_RESIGN_SHARE = 0.1
 #: autogtp stops a game after more than this many moves (autogtp/Game.cpp).
 MAX_MOVES = 722
+#: A cheap search's visits are a full one's divided by this (KataGo's 600 of 100 .. 1/6-1/8).
+CHEAP_DIVISOR = 8
 #: Leaves in flight per game when -t is not given: autogtp's `-t 6`.
 AUTOGTP_THREADS = 6
 #: Engine options accepted as keyword arguments (EngineConfig fields a search uses).
@@ -49,11 +51,17 @@ class SelfplaySettings:
     seed: int | None = None  # run seed: per-game seeds derive from it (None = random)
     cache_entries: int = 0  # NN cache per game; 0 = enough for one move's search, x 8
     extra: dict = field(default_factory=dict)  # settings shown in the SGF comment
+    # KataGo's additions (selfplay/targets.py); the defaults are Leela Zero's self-play
+    full_share: float = 1.0  # playout-cap randomisation: share of moves searched fully
+    cheap_visits: int = 0  # the other moves' visits (0 = a full search's / CHEAP_DIVISOR)
+    forced_k: float = 0.0  # forced playouts and target pruning at full searches (KataGo: 2)
+    komi_spread: float = 0.0  # komi randomisation: standard deviation in points (0 = 7.5)
 
     @classmethod
     def build(cls, defaults: dict, *, seed=None, cpu_only=False, gpus=(), weights="",
               no_resign_share: float = NO_RESIGN_SHARE, max_moves: int = MAX_MOVES,
-              **engine_options) -> "SelfplaySettings":
+              full_share: float = 1.0, cheap_visits: int = 0, forced_k: float = 0.0,
+              komi_spread: float = 0.0, **engine_options) -> "SelfplaySettings":
         unknown = set(engine_options) - set(ENGINE_OPTIONS)
         if unknown:
             raise TypeError(f"unknown engine option(s): {', '.join(sorted(unknown))}")
@@ -61,7 +69,8 @@ class SelfplaySettings:
         cfg = EngineConfig(weights=weights, cpu_only=cpu_only, gpus=tuple(gpus), seed=seed,
                            seed_given=seed is not None, **options)
         return cls(engine=cfg, no_resign_share=no_resign_share, max_moves=max_moves,
-                   seed=seed)
+                   seed=seed, full_share=full_share, cheap_visits=cheap_visits,
+                   forced_k=forced_k, komi_spread=komi_spread)
 
     # ---- the search ---------------------------------------------------------------------
     @property
@@ -70,9 +79,34 @@ class SelfplaySettings:
         return max(1, self.engine.threads or AUTOGTP_THREADS)
 
     def search_params(self, no_resign: bool = False) -> SearchParams:
+        """A full search's parameters: the engine's, with forced playouts when asked for."""
         from leelaz.gtp.search_commands import params_from_config
         cfg = self.engine.with_(resignpct=0) if no_resign else self.engine
-        return params_from_config(cfg, self.leaves_per_batch)
+        params = params_from_config(cfg, self.leaves_per_batch)
+        if self.forced_k > 0:
+            params = dataclasses.replace(params, forced_playouts_k=self.forced_k)
+        return params
+
+    @property
+    def capped(self) -> bool:
+        """Playout-cap randomisation is on: some moves get a cheap search."""
+        return self.full_share < 1.0
+
+    def cheap_limit(self) -> int:
+        """A cheap search's visits: --cheap-visits, else a full search's / CHEAP_DIVISOR."""
+        if self.cheap_visits:
+            return self.cheap_visits
+        full = self.engine.visits or self.engine.playouts
+        return max(1, full // CHEAP_DIVISOR)
+
+    def cheap_params(self, full: SearchParams) -> SearchParams:
+        """A cheap search (playout-cap randomisation): no noise, no forced playouts, the
+        cheap visit limit, and the full search's time management (self-play's no_pruning
+        stays, though `auto` would resolve to `on` without noise)."""
+        limit = self.cheap_limit()
+        return dataclasses.replace(
+            full, noise=False, forced_playouts_k=0.0, timemanage=full.effective_timemanage(),
+            max_visits=min(full.max_visits, limit), max_playouts=min(full.max_playouts, limit))
 
     def cache_size(self) -> int:
         if self.cache_entries:
@@ -115,6 +149,12 @@ class SelfplaySettings:
             parts.append(f"--randomtemp {cfg.randomtemp:g}")
         parts.append("--noponder")
         parts.append(f"-s {game_seed}")
+        if self.capped:  # not engine flags: `leelaz selfplay`'s, for whoever reads the SGF
+            parts.append(f"--full-share {self.full_share:g} --cheap-visits {self.cheap_limit()}")
+        if self.forced_k > 0:
+            parts.append(f"--forced-playouts {self.forced_k:g}")
+        if self.komi_spread > 0:
+            parts.append(f"--komi-spread {self.komi_spread:g}")
         return " " + " ".join(parts)
 
     def with_engine(self, **changes) -> "SelfplaySettings":

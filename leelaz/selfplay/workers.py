@@ -8,45 +8,49 @@ speed; on a many-core GPU host W processes multiply that, each sending its own b
 the device. Worker w takes the game indices first + w, first + w + W, ... (so
 seeded games never repeat across workers) and plays its share of the games; the parent shows
 one progress bar from shared counters. Processes are spawned, not forked (OpenCL contexts and
-threads do not survive a fork).
+threads do not survive a fork). A worker dies with its parent (selfplay/lifetime.py), so a
+SIGKILLed run leaves no process writing into the folder.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 
 from leelaz.selfplay.runner import SelfplayError
 
 
 class Counters:
-    """Moves, playouts and finished games, shared by the workers and their parent."""
+    """Moves, playouts, finished games and their moves, shared by the workers and their
+    parent."""
 
     def __init__(self, ctx):
-        self._values = ctx.Array("q", 3)
+        self._values = ctx.Array("q", 4)
 
-    def add(self, moves: int, playouts: int, games: int) -> None:
+    def add(self, moves: int, playouts: int, games: int, finished_moves: int = 0) -> None:
         with self._values.get_lock():
             self._values[0] += moves
             self._values[1] += playouts
             self._values[2] += games
+            self._values[3] += finished_moves
 
-    def read(self) -> tuple[int, int, int]:
+    def read(self) -> tuple[int, int, int, int]:
         with self._values.get_lock():
             return tuple(self._values)
 
 
 def _worker(parallel, settings, weights, folder, count, first, stride, seconds, counters, out,
-            backend):
-    import os
+            backend, parent):
+    from leelaz.selfplay.lifetime import die_with_parent, parent_gone
+    die_with_parent(parent)  # a SIGKILLed run must not leave its workers writing
 
     from leelaz.selfplay.selfplay import run_games
     from leelaz.selfplay.store import GameStore
-    parent = os.getppid()
     store = GameStore(folder, first_index=first, stride=stride)
     try:
         summary = run_games(settings, weights, store, count, parallel, False, seconds,
-                            counters, backend, orphaned=lambda: os.getppid() != parent)
+                            counters, backend, orphaned=lambda: parent_gone(parent))
         out.put(("ok", summary.evaluations, summary.network_calls, summary.backend))
     except KeyboardInterrupt:
         out.put(("interrupted", 0, 0, ""))
@@ -69,12 +73,11 @@ def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, 
     shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
     procs = [ctx.Process(target=_worker, args=(parallel, settings, weights, folder, shares[w],
                                               first + w, workers, seconds, counters, out,
-                                              backend),
+                                              backend, os.getpid()),
                          daemon=True)
              for w in range(workers) if shares[w] > 0]
     began = time.monotonic()
-    done_before = len(GameStore.finished_in(folder))
-    bar = _ProgressBar(done_before + wanted, done_before, f"{len(procs)} workers") \
+    bar = _ProgressBar(wanted, f"{len(procs)} workers", settings.max_moves) \
         if progress else None
     for p in procs:
         p.start()
@@ -103,7 +106,7 @@ def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, 
         raise SelfplayError(errors[0])
     if len(reports) < len(procs):
         raise SelfplayError("a worker process died; the games it finished are kept")
-    moves, playouts, games = counters.read()
+    moves, playouts, games, _ = counters.read()
     evals = sum(r[1] for r in reports if r[0] == "ok")
     calls = sum(r[2] for r in reports if r[0] == "ok")
     backend = next((r[3] for r in reports if r[0] == "ok"), "")

@@ -7,6 +7,11 @@ Each input file is dumped exactly as the GTP command `dump_supervised FILE OUTDI
 (Leela Zero's skip rules, games shuffled within the file, 32 games per chunk): the chunks are
 OUTDIR/NAME.0.gz, NAME.1.gz, ... where NAME is the file name without .sgf/.gz. One bad file is
 reported and does not stop the others; the exit status is then 1.
+
+One run at a time writes into OUTDIR (a lock on the folder, selfplay/lifetime.py), and the
+workers die with the verb: a rerun after a SIGKILL never shares the folder with a dying run.
+Workers are spawned, so that their parent is this process whatever Python's default start
+method is.
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ from leelaz.training.supervised import DumpStats, dump_supervised
 _counter = None  # the shared game counter, set in each worker by _init
 
 
-def _init(counter) -> None:
+def _init(counter, parent: int) -> None:
+    """A pool worker's start: it dies with the verb (a SIGKILLed run must not leave workers
+    writing into the folder a rerun uses), and counts games into the parent's counter."""
+    from leelaz.selfplay.lifetime import die_with_parent
+    die_with_parent(parent)
     global _counter
     _counter = counter
 
@@ -76,6 +85,15 @@ def _check_inputs(files: tuple[str, ...]) -> None:
         names[name] = path
 
 
+def skipped_text(skipped: dict[str, int]) -> str:
+    """`3 skipped (no result 2, handicap 1)`, or `none skipped`: the summary's words."""
+    if not skipped:
+        return "none skipped"
+    parts = ", ".join(f"{reason} {n}" for reason, n in
+                      sorted(skipped.items(), key=lambda item: (-item[1], item[0])))
+    return f"{sum(skipped.values())} skipped ({parts})"
+
+
 def _add(totals: DumpStats, stats: DumpStats) -> None:
     totals.games_in_file += stats.games_in_file
     totals.games_dumped += stats.games_dumped
@@ -94,7 +112,8 @@ Example:
 
 @click.command(context_settings=CONTEXT, epilog=EPILOG)
 @click.argument("files", nargs=-1, required=True, metavar="SGF...")
-@click.option("-o", "--out-dir", required=True, help="Folder for the chunks.")
+@click.option("-o", "--out-dir", required=True, metavar="DIR",
+              help="Folder for the chunks (one run at a time).")
 @click.option("-j", "--workers", type=click.IntRange(1, None), default=os.cpu_count() or 1,
               show_default=True, help="Files dumped at the same time.")
 @click.option("--seed", type=int, default=None, help="Shuffle seed (default: random).")
@@ -108,13 +127,27 @@ def command(files, out_dir, workers, seed, level) -> int:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
         raise ToolError(f"{out_dir}: {exc.strerror or exc}") from None
+    if not os.path.isdir(out_dir):
+        raise ToolError(f"{out_dir}: not a folder")
+    from leelaz.selfplay.lifetime import FolderBusy, FolderLock
+    try:
+        lock = FolderLock(out_dir, "dump-supervised")
+    except FolderBusy as exc:
+        raise ToolError(str(exc)) from None
+    with lock:
+        return _dump_all(files, out_dir, workers, seed, level)
+
+
+def _dump_all(files, out_dir, workers, seed, level) -> int:
     total = sum(_count_games(p) for p in files)
-    counter = mp.Value("q", 0)
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("q", 0)
     jobs = [(p, out_dir, None if seed is None else seed + i, level)
             for i, p in enumerate(files)]
     totals, failed, start = DumpStats(), 0, time.time()
     with progress(total, "games", unit="game") as bar, \
-            mp.Pool(min(workers, len(jobs)), initializer=_init, initargs=(counter,)) as pool:
+            ctx.Pool(min(workers, len(jobs)), initializer=_init,
+                     initargs=(counter, os.getpid())) as pool:
         pending = pool.imap_unordered(_dump_one, jobs)
         shown = 0
         for _ in jobs:
@@ -135,6 +168,6 @@ def command(files, out_dir, workers, seed, level) -> int:
     elapsed = time.time() - start
     print(f"{len(files) - failed} files, {totals.games_in_file} games, "
           f"{totals.games_dumped} dumped, {totals.positions} positions in "
-          f"{len(totals.chunks)} chunks, skipped {totals.skipped}; {elapsed:.1f} s, "
+          f"{len(totals.chunks)} chunks, {skipped_text(totals.skipped)}; {elapsed:.1f} s, "
           f"{totals.positions / max(elapsed, 1e-9):.0f} positions/s", file=sys.stderr)
     return 1 if failed else 0

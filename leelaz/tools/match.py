@@ -45,7 +45,7 @@ from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
 from leelaz.tools.match_stats import (elo, forfeit_line, margin_line, score_interval,
                                       sprt_bounds, sprt_decided, sprt_llr, summary)
-from leelaz.progress import progress
+from leelaz.progress import MoveBar
 
 __all__ = ["command", "main", "play", "tally", "elo", "margin_line", "score_interval",
            "sprt_bounds", "sprt_llr", "summary"]
@@ -82,9 +82,12 @@ class Scoreboard:
     (games already being played still finish and count: dropping them would bias the score
     towards the faster results)."""
 
-    def __init__(self, settings: MatchSettings, bar=None):
+    def __init__(self, settings: MatchSettings, bar: MoveBar | None = None):
         self.settings = settings
-        self.bar = bar if bar is not None else progress(None, "", enabled=False)
+        self.bar = bar if bar is not None else MoveBar(0, "", enabled=False)
+        self.moves = 0  # moves played in this run (all games, finished or not): the bar
+        self.finished_moves = 0  # moves of the games counted
+        self._shown = 0.0  # when the bar was last brought up to date
         self.lock = threading.Lock()
         self.next_number = settings.first_game
         self.end_number = settings.first_game + settings.games
@@ -96,6 +99,7 @@ class Scoreboard:
         self.resigned = 0
         self.stopped = False  # SPRT decided, or the match was interrupted
         self.closed = False  # interrupted: record nothing more
+        self.write_error = ""  # an SGF could not be written: the match stops, exit status 1
 
     def add(self, game: GameRecord) -> None:
         """Count a game (played here, or read back by --tally: the same arithmetic)."""
@@ -128,20 +132,38 @@ class Scoreboard:
         """Write the SGF, print the game's line and the running summary."""
         s = self.settings
         with self.lock:
-            if self.closed:
+            if self.closed or self.write_error:
                 return
+            if s.sgf_dir:  # stored first: a game that is not stored is not counted
+                path = os.path.join(s.sgf_dir, f"game-{number + 1:03d}.sgf")
+                try:
+                    write_text_atomic(path, sgf_text(game))
+                except OSError as exc:
+                    self.write_error = (f"cannot write {path}: {exc.strerror or exc}; the match "
+                                        f"stopped after {self.played} stored games")
+                    self.stopped = True
+                    return
             self.add(game)
-            if s.sgf_dir:
-                write_text_atomic(os.path.join(s.sgf_dir, f"game-{number + 1:03d}.sgf"),
-                                  sgf_text(game))
+            self.finished_moves += len(game.moves)
             self.bar.say(f"game {number + 1}: B {game.black} W {game.white} {game.result} "
                          f"({len(game.moves)} moves; {game.reason})")
             line = summary(s.name1, self.wins, self.played, s.sprt)
             self.bar.say("  " + line)
-            self.bar.update(1)
-            self.bar.set_postfix_str(f"{s.name1} {self.wins:g}/{self.played}")
+            self._show()
             if s.sprt and sprt_decided(self.wins, self.played):
                 self.stopped = True
+
+    def moved(self) -> None:
+        """A move was played at some table: the bar counts it (updated twice a second)."""
+        with self.lock:
+            self.moves += 1
+            if time.monotonic() - self._shown >= 0.5:
+                self._show()
+
+    def _show(self) -> None:
+        self._shown = time.monotonic()
+        self.bar.update(self.moves, self.played, self.finished_moves,
+                        f"{self.settings.name1} {self.wins:g}/{self.played}")
 
     def close(self) -> None:
         with self.lock:
@@ -168,10 +190,13 @@ def worker(table: MatchTable, board: Scoreboard, failures: list[str]) -> None:
 
 def play(settings: MatchSettings) -> int:
     """Run the match with settings.jobs workers; print the final summary."""
-    with progress(settings.games, "games", unit="game") as bar:
+    bar = MoveBar(settings.games, "match", settings.max_moves)
+    try:
         board = Scoreboard(settings, bar)
         jobs = max(1, min(settings.jobs, settings.games))
         tables = [MatchTable(settings, None if jobs == 1 else i) for i in range(jobs)]
+        for table in tables:
+            table.on_move = board.moved
         failures: list[str] = []
         threads = [threading.Thread(target=worker, args=(t, board, failures), daemon=True)
                    for t in tables]
@@ -186,10 +211,14 @@ def play(settings: MatchSettings) -> int:
             print("interrupted", file=sys.stderr, flush=True)
             for table in tables:
                 table.kill()
+    finally:
+        bar.close()
     print(margin_line(settings.name1, board.margins, board.resigned))
     print(summary(settings.name1, board.wins, board.played, settings.sprt))
     if any(board.forfeits.values()):
         print(forfeit_line(board.forfeits))
+    if board.write_error:
+        raise ToolError(board.write_error)
     return 1 if failures else 0
 
 
@@ -237,10 +266,14 @@ Examples:
 
 
 @click.command(context_settings=CONTEXT, epilog=EPILOG)
-@click.option("--engine1", default="", help="Command line of engine 1.")
-@click.option("--engine2", default="", help="Command line of engine 2.")
-@click.option("--name1", default="engine1", show_default=True)
-@click.option("--name2", default="engine2", show_default=True)
+@click.option("--engine1", default="", help="[required unless --tally or --preset] Command "
+              "line of engine 1.")
+@click.option("--engine2", default="", help="[required unless --tally or --preset] Command "
+              "line of engine 2.")
+@click.option("--name1", default="engine1", show_default=True,
+              help="Engine 1's name in the SGFs and the summary.")
+@click.option("--name2", default="engine2", show_default=True,
+              help="Engine 2's name in the SGFs and the summary.")
 @click.option("--games", type=click.IntRange(1, None), default=10, show_default=True,
               help="Games to play in this run.")
 @click.option("--first-game", type=click.IntRange(0, None), default=0,
@@ -252,7 +285,7 @@ Examples:
 @click.option("--tally", "tally_dirs", multiple=True, metavar="DIR",
               help="Play nothing: score the game-*.sgf files in DIR (repeat, or list several "
                    "folders after it).")
-@click.option("--komi", type=float, default=7.5, show_default=True)
+@click.option("--komi", type=float, default=7.5, show_default=True, help="Komi of every game.")
 @click.option("--time-settings", default="", help='E.g. "0 5 1" (sent as time_settings).')
 @click.option("--setup1", multiple=True, help="Extra command for engine 1 (repeatable).")
 @click.option("--setup2", multiple=True, help="Extra command for engine 2 (repeatable).")
@@ -261,7 +294,8 @@ Examples:
                    'default: built-in Tromp-Taylor.')
 @click.option("--sgf-dir", default="", help="Write game-NNN.sgf files here.")
 @click.option("--log-dir", default="", help="The engines' stderr logs go here.")
-@click.option("--max-moves", type=click.IntRange(1, None), default=722, show_default=True)
+@click.option("--max-moves", type=click.IntRange(1, None), default=722, show_default=True,
+              help="A game that reaches this many moves is scored as it stands.")
 @click.option("--timeout", type=click.FloatRange(0, None, min_open=True), default=60.0,
               show_default=True, help="Seconds for ordinary commands.")
 @click.option("--move-timeout", type=click.FloatRange(0, None, min_open=True), default=600.0,
@@ -281,7 +315,8 @@ Examples:
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=1600, show_default=True,
               help="lz-gate: visits per move.")
 @click.option("--cpu-only", is_flag=True, help="lz-gate: NumPy, no OpenCL.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
+@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
+              help="lz-gate: the device to use (repeatable).")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
               help="lz-gate: " + BACKEND_HELP)
 @click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
@@ -320,6 +355,9 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
         engine1_colour=engine1_colour)
     if settings.tally:
         return tally(settings)
+    for option, folder in (("--sgf-dir", sgf_dir), ("--log-dir", log_dir)):
+        if folder:
+            _check_folder(option, folder)
     checks = [("--engine1", engine1), ("--engine2", engine2)]
     if referee not in ("", "engine1"):
         checks.append(("--referee", referee))
@@ -344,6 +382,9 @@ def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_
                             network_backend=backend)
     except SelfplayError as exc:
         raise ToolError(str(exc)) from None
+    except OSError as exc:  # a full disk or a read-only --out while publishing the match
+        where = exc.filename or out_dir
+        raise ToolError(f"cannot write in {out_dir}: {where}: {exc.strerror or exc}") from None
     if as_json:
         data = dataclasses.asdict(result)
         if abs(data["elo"]) == float("inf"):
@@ -352,6 +393,25 @@ def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_
     else:
         print(result.line())
     return 0
+
+
+def _check_folder(option: str, folder: str) -> None:
+    """A folder the match writes into must be one, and writable, before any game is played
+    (a failure after an hour of games would lose them): made if missing, then probed with a
+    file (as root, permission bits alone say nothing about a read-only filesystem)."""
+    import tempfile
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"{option} {folder}: {exc.strerror or exc}") from None
+    if not os.path.isdir(folder):
+        raise ToolError(f"{option} {folder}: not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".leelaz-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ToolError(f"{option} {folder}: cannot write in it: {exc.strerror or exc}") from None
 
 
 def _check_command(role: str, line: str) -> None:

@@ -96,9 +96,13 @@ def sgf_property(text: str, key: str) -> str | None:
 
 
 def read_game(path: str) -> GameRecord:
-    """The parts of a game-NNN.sgf that scoring needs: players, winner, ending."""
+    """The parts of a game-NNN.sgf that scoring needs: players, winner, ending. A file
+    that does not end as sgf_text ends it (a truncated copy: its RE would still read as a
+    win) raises ValueError."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
+    if not (text.startswith("(;") and text.rstrip().endswith(")")):
+        raise ValueError("truncated: no closing parenthesis")
     black, white = sgf_property(text, "PB"), sgf_property(text, "PW")
     if black is None or white is None:
         raise ValueError(f"{path}: no PB/PW")
@@ -191,6 +195,7 @@ class MatchTable:
         self.referee = (engine("referee", s.referee, "referee")
                         if s.referee not in ("", "engine1") else None)
         self.rules: RulesReferee | None = None
+        self.on_move = None  # called after each move played (the match's progress bar)
         if s.sgf_dir:
             os.makedirs(s.sgf_dir, exist_ok=True)
 
@@ -288,6 +293,8 @@ class MatchTable:
                                              restart=other)
                     raise
             game.moves.append((color, move.upper() if move.lower() != "pass" else "pass"))
+            if self.on_move is not None:
+                self.on_move()
             passes = passes + 1 if move.lower() == "pass" else 0
             color = "W" if color == "B" else "B"
             if passes >= 2 or len(game.moves) >= s.max_moves:

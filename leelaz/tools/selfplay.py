@@ -24,6 +24,20 @@ from leelaz.tools import ToolError
 UINT64_MAX = 2**64 - 1
 
 
+def _number(option: str, text: str, kind: type):
+    """An option's value as `kind`; a ToolError (one line, exit status 1) when it is not a
+    finite number. The ranges are play_selfplay's (selfplay.check_additions)."""
+    import math
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ToolError(f"{option} must be {'a whole number' if kind is int else 'a number'}, "
+                        f"not {text!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise ToolError(f"{option} must be a finite number, not {text!r}")
+    return value
+
+
 class Interrupted(ToolError):
     """Ctrl-C: one line, exit status 130 (the games in flight were dropped)."""
 
@@ -32,29 +46,46 @@ class Interrupted(ToolError):
 
 @click.command("selfplay", context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
-@click.option("--games", type=int, default=None, help="Finished games wanted in --out "
-              "(earlier runs count).")
+@click.option("--games", type=int, default=None, help="[required] Finished games wanted in "
+              "--out (earlier runs count).")
 @click.option("--parallel", type=click.IntRange(1, None), default=8, show_default=True,
               help="Games in flight in each process; their leaves go to the network together.")
 @click.option("--workers", type=click.IntRange(1, None), default=1, show_default=True,
               help="Processes, each playing --parallel games (one GPU context each).")
-@click.option("--out", "out_dir", default=None, metavar="DIR", help="Folder for the games.")
-@click.option("-w", "--weights", default=None, metavar="FILE", help="Network weights.")
-@click.option("-v", "--visits", type=click.IntRange(0, None), default=1601, show_default=True)
-@click.option("-p", "--playouts", type=click.IntRange(0, None), default=0, show_default=True)
-@click.option("-r", "--resignpct", type=click.IntRange(-1, 100), default=5, show_default=True)
-@click.option("-m", "--randomcnt", type=click.IntRange(0, None), default=30, show_default=True)
-@click.option("-n/-N", "--noise/--no-noise", default=True, show_default=True)
-@click.option("-d/-D", "--dumbpass/--no-dumbpass", default=True, show_default=True)
-@click.option("--randomvisits", type=click.IntRange(0, None), default=1, show_default=True)
+@click.option("--out", "out_dir", default=None, metavar="DIR",
+              help="[required] Folder for the games: an SGF, a training chunk and a debug "
+                   "file each (one run at a time).")
+@click.option("-w", "--weights", default=None, metavar="FILE",
+              help="Network weights [default: as the engine finds them].")
+@click.option("-v", "--visits", type=click.IntRange(0, None), default=1601, show_default=True,
+              help="Visits per move (0 = no limit). On a CPU 1601 is many seconds a move: "
+                   "try -v 100 for a first run.")
+@click.option("-p", "--playouts", type=click.IntRange(0, None), default=0, show_default=True,
+              help="Playouts per move (0 = no limit).")
+@click.option("-r", "--resignpct", type=click.IntRange(-1, 100), default=5, show_default=True,
+              help="Resign below this winrate in percent (0 = never; -1 = 10 scaled for "
+                   "handicap). --no-resign-share of the games play out with 0.")
+@click.option("-m", "--randomcnt", type=click.IntRange(0, None), default=30, show_default=True,
+              help="The first this many moves of each game are drawn in proportion to their "
+                   "visits (0 = always the most visited).")
+@click.option("-n/-N", "--noise/--no-noise", default=True, show_default=True,
+              help="Dirichlet noise on the root's priors.")
+@click.option("-d/-D", "--dumbpass/--no-dumbpass", default=True, show_default=True,
+              help="No heuristics for smarter passing: the search's own choice stands, as "
+                   "in Leela Zero's self-play.")
+@click.option("--randomvisits", type=click.IntRange(0, None), default=1, show_default=True,
+              help="-m's draw leaves out moves with this many visits or fewer.")
 @click.option("--randomtemp", type=click.FloatRange(0, None, min_open=True), default=1.0,
-              show_default=True)
+              show_default=True, help="Temperature of -m's draw.")
 @click.option("-t", "--threads", type=click.IntRange(0, None), default=0,
               help="Leaves each game collects per evaluation (0 = autogtp's 6).")
-@click.option("--batchsize", type=click.IntRange(0, None), default=0)
-@click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto")
+@click.option("--batchsize", type=click.IntRange(0, None), default=0,
+              help="Most rows in one network call (0 = all the games' leaves together).")
+@click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto",
+              show_default=True, help="Floating-point precision on an OpenCL device.")
 @click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID")
+@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
+              help="The device to use (repeatable).")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
               help=BACKEND_HELP)
 @click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=None,
@@ -67,14 +98,36 @@ class Interrupted(ToolError):
               show_default=True, help="End a game after more than this many moves.")
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=None,
               help="Stop after this long (games in flight are dropped).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar and no estimate of the run's time at its start.")
+@click.option("--full-share", default="1", metavar="SHARE", show_default=True,
+              help="Playout-cap randomisation (KataGo): this share of the moves gets the full "
+                   "search, with noise, and is recorded; the others get --cheap-visits without "
+                   "noise and are not recorded (e.g. 0.25). 1 = every move, as Leela Zero.")
+@click.option("--cheap-visits", default="0", metavar="N",
+              help="Visits of a cheap search under --full-share (0 = the full search's / 8).")
+@click.option("--forced-playouts", "forced_k", default="0", metavar="K", show_default=True,
+              help="Forced playouts at the root of full searches with policy-target pruning "
+                   "(KataGo, K = 2): each visited child gets at least sqrt(K x prior x visits) "
+                   "visits, taken out of the recorded target again. 0 = off.")
+@click.option("--komi-spread", default="0", metavar="POINTS", show_default=True,
+              help="Komi randomisation: each game's komi is 7.5 plus a whole number of points "
+                   "drawn with this standard deviation. 0 = 7.5 always.")
+@click.option("--checked-resign", is_flag=True,
+              help="Resign only once the no-resign games (in --out and --resign-evidence) show "
+                   "under 5% false resignations at -r over at least 20 games; until then play "
+                   "every game out.")
+@click.option("--resign-evidence", multiple=True, metavar="DIR",
+              help="--checked-resign: earlier self-play folders whose no-resign games count "
+                   "too (repeatable).")
 @click.option("--resign-report", "resign_report", default=None, metavar="DIR",
               help="Play nothing: print the false-resignation rate per threshold of DIR's "
                    "no-resign games.")
 def command(games, parallel, workers, out_dir, weights, visits, playouts, resignpct,
             randomcnt, noise, dumbpass, randomvisits, randomtemp, threads, batchsize,
             precision, cpu_only, gpu, backend, seed, noponder, no_resign_share, max_moves, seconds,
-            quiet, resign_report) -> int:
+            quiet, full_share, cheap_visits, forced_k, komi_spread, checked_resign,
+            resign_evidence, resign_report) -> int:
     """Play self-play games with Leela Zero's self-play settings; write an SGF and a training
     chunk per game."""
     if resign_report is not None:
@@ -89,6 +142,11 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
         raise ToolError("--games N and --out DIR are required")
     if games < 1:
         raise ToolError(f"--games must be at least 1, not {games}")
+    additions = dict(full_share=_number("--full-share", full_share, float),
+                     cheap_visits=_number("--cheap-visits", cheap_visits, int),
+                     forced_k=_number("--forced-playouts", forced_k, float),
+                     komi_spread=_number("--komi-spread", komi_spread, float),
+                     checked_resign=checked_resign, resign_evidence=tuple(resign_evidence))
     if weights is None:
         from leelaz.cli import find_weights
         from leelaz.config import EngineConfig
@@ -104,7 +162,7 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
                                 playouts=playouts, resignpct=resignpct, randomcnt=randomcnt,
                                 noise=noise, dumbpass=dumbpass, randomvisits=randomvisits,
                                 randomtemp=randomtemp, threads=threads, batchsize=batchsize,
-                                precision=precision, network_backend=backend)
+                                precision=precision, network_backend=backend, **additions)
     except SelfplayError as exc:
         raise ToolError(str(exc)) from None
     except KeyboardInterrupt:
