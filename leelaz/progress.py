@@ -10,9 +10,10 @@ carriage returns would be noise, so a plain line goes to stderr instead, at most
 LINE_SECONDS: `desc: done/total unit (percent), elapsed, about N left`, so that the logs of
 long runs show how far they are too. `say` prints a line on stdout without breaking the bar.
 
-Work done before this run (a resumed self-play folder or Zero run adds its finished games
-with one `update` at the start) counts towards done/total but not towards the rate: updates
-within the first STARTUP_SECONDS are taken as such, so the estimate is this run's pace.
+Work done before this run (the finished games of a resumed self-play folder or Zero run) is
+given as `initial`: it counts towards done/total but not towards the rate, so the estimate is
+this run's pace. (Guessing it from how early an update comes would take a fast run's first
+real work for old work.)
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import time
 
 #: The least time between two plain progress lines when stderr is not a terminal.
 LINE_SECONDS = 30.0
-#: Updates this soon after the start are work done before this run (see the module's text).
-STARTUP_SECONDS = 1.0
 
 
 class _NoBar:
@@ -57,21 +56,15 @@ def _clock() -> float:
 
 
 class _Pace:
-    """Done so far, and the rate of this run (what came within STARTUP_SECONDS excluded)."""
+    """Done so far, and the rate of this run (the `initial` work of earlier runs excluded)."""
 
-    def __init__(self):
+    def __init__(self, initial: int | float = 0):
         self.clock = lambda: _clock()
         self.started = self.base_time = _clock()
-        self.done = self.base_done = 0
+        self.done = self.base_done = initial
 
-    def add(self, n: int) -> bool:
-        """Count n more; True when they are work from before this run."""
+    def add(self, n: int) -> None:
         self.done += n
-        now = self.clock()
-        if now - self.started < STARTUP_SECONDS:
-            self.base_time, self.base_done = now, self.done
-            return True
-        return False
 
     def seconds_left(self, total) -> float | None:
         elapsed = self.clock() - self.base_time
@@ -84,9 +77,9 @@ class _Pace:
 class _LineProgress(_NoBar):
     """A plain line on stderr at most every LINE_SECONDS (stderr is not a terminal)."""
 
-    def __init__(self, total, desc: str, unit: str):
+    def __init__(self, total, desc: str, unit: str, initial: int | float = 0):
         self.total, self.desc, self.unit = total, desc, unit
-        self.pace = _Pace()
+        self.pace = _Pace(initial)
         self.postfix = ""
         self.last_line = self.pace.started
 
@@ -124,20 +117,13 @@ class _LineProgress(_NoBar):
 
 
 class _TqdmBar(_NoBar):
-    """tqdm's bar; work from before this run goes into tqdm's `initial`, not its rate."""
+    """tqdm's bar; work from before this run is tqdm's `initial`, so not in its rate."""
 
     def __init__(self, bar):
         self.bar = bar
-        self.pace = _Pace()
 
     def update(self, n: int = 1) -> None:
-        if self.pace.add(n):
-            self.bar.n += n
-            self.bar.initial += n
-            self.bar.last_print_n = self.bar.n
-            self.bar.refresh()
-        else:
-            self.bar.update(n)
+        self.bar.update(n)
 
     def set_postfix_str(self, text: str) -> None:
         self.bar.set_postfix_str(text, refresh=True)
@@ -171,16 +157,16 @@ def duration(seconds: float) -> str:
 
 
 def progress(total: int | float | None, desc: str, unit: str = "it",
-             enabled: bool = True) -> _NoBar:
-    """Progress counting to `total` (None: open-ended): a bar on a terminal, plain lines in a
-    log, nothing when not enabled."""
+             enabled: bool = True, initial: int | float = 0) -> _NoBar:
+    """Progress counting to `total` (None: open-ended) from `initial` (work of earlier runs):
+    a bar on a terminal, plain lines in a log, nothing when not enabled."""
     if not enabled:
         return _NoBar()
     if not sys.stderr.isatty():
-        return _LineProgress(total, desc, unit)
+        return _LineProgress(total, desc, unit, initial)
     from tqdm import tqdm
     return _TqdmBar(tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
-                         dynamic_ncols=True))
+                         dynamic_ncols=True, initial=initial))
 
 
 #: Moves a game is guessed to last before any game of the run has finished (Leela Zero's

@@ -12,10 +12,9 @@ def test_progress_in_a_log_is_a_line_every_30_seconds_with_an_estimate(capsys, m
     import leelaz.progress as progress_module
     now = [1000.0]
     monkeypatch.setattr(progress_module, "_clock", lambda: now[0])
-    with progress_module.progress(10, "selfplay", unit="games") as bar:
-        now[0] += 0.1
-        bar.update(2)  # games finished by an earlier run: not this run's pace
-        now[0] += 19.9
+    # 2 games finished by an earlier run: counted, but not in this run's pace
+    with progress_module.progress(10, "selfplay", unit="games", initial=2) as bar:
+        now[0] += 20
         bar.update(1)
         now[0] += 20
         bar.update(1)  # 40 s: 2 games of this run in 39.9 s, 6 to go: 119.7 s
@@ -60,8 +59,7 @@ def test_on_a_terminal_earlier_work_is_tqdms_initial_not_its_rate(monkeypatch):
         def isatty(self):
             return True
     monkeypatch.setattr(sys, "stderr", Terminal())
-    bar = progress(10, "selfplay", unit="game")
-    bar.update(4)
+    bar = progress(10, "selfplay", unit="game", initial=4)
     shown = bar.bar.format_dict
     assert (shown["n"], shown["total"], shown["initial"]) == (4, 10, 4)
     bar.close()

@@ -113,7 +113,8 @@ def report(folder: str, thresholds=THRESHOLDS) -> str:
 
 
 #: Self-play resigns only once its no-resign games show fewer false resignations than this
-#: at the threshold (Leela Zero's server kept the rate under 5 %, zero-loop.md section 4.2) ...
+#: at the threshold (Leela Zero kept the rate under 5 %: its
+#: scripts/resign_analysis/resign_analysis.py) ...
 MAX_FALSE_RESIGN_RATE = 0.05
 #: ... among at least this many no-resign games.
 MIN_NO_RESIGN_GAMES = 20

@@ -95,9 +95,8 @@ class _Bar:
     def __init__(self, total: int, desc: str, initial: int, enabled: bool):
         from leelaz.progress import progress
 
-        self._bar = progress(total, desc, unit="game", enabled=enabled)
-        self._n = 0
-        self.update_to(initial)
+        self._bar = progress(total, desc, unit="game", enabled=enabled, initial=initial)
+        self._n = initial
 
     def update_to(self, n: int) -> None:
         if n != self._n:
