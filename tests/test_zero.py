@@ -26,7 +26,8 @@ from paths import REPO
 
 ZERO = [sys.executable, "-m", "leelaz", "zero"]
 TINY = ["--size", "1x8", "-v", "2", "--match-visits", "2", "--parallel", "2", "--steps", "4",
-        "--batch", "16", "--match-games", "4", "--max-moves", "120", "--cpu-only", "-q"]
+        "--batch", "16", "--match-games", "4", "--max-moves", "120", "--cpu-only", "-q",
+        "--gate", "lz"]
 
 
 def _env() -> dict:
