@@ -29,7 +29,8 @@ from leelaz.zero.ladder import PairResult, fit
 from test_zero import TINY, ZERO, _env, zero
 
 LADDER = ["--ladder", "--ladder-visits", "2", "--max-moves", "40", "--cpu-only",
-          "--parallel", "2", "--ladder-jobs", "2", "--ladder-every", "2"]
+          "--parallel", "2", "--ladder-jobs", "2", "--ladder-every", "2",
+          "--ladder-random-moves", "4"]
 
 
 # ---- the fit, against independent computations ---------------------------------------------
@@ -187,13 +188,16 @@ def _check_ladder(run: Path, games: int, levels: list[int]) -> dict:
     nets = _nets(run)
     every = 2
     refs = [n for i, n in enumerate(nets) if i == 0 or i % every == 0]
-    folder = run / "ladder" / "v2"
+    folder = run / "ladder" / "v2-m4"
     pairs = {}
     for i, net in enumerate(nets):
         for ref in refs:
             if nets.index(ref) >= i:
                 continue
-            points = _network_games(folder / f"{net[:12]}-{ref[:12]}")
+            pair = folder / f"{net[:12]}-{ref[:12]}"
+            points = _network_games(pair)
+            settings = json.loads((pair / "match.json").read_text())
+            assert (settings["visits"], settings["randomcnt"], settings["noise"]) == (2, 4, False)
             assert sorted(points) == list(range(games))
             pairs[(net, ref)] = (sum(points.values()), games)
         for level in levels:
@@ -262,7 +266,7 @@ def test_gnugo_rungs_are_played_by_gnugo_and_anchor_level_10(tiny_run, tmp_path,
     assert done.returncode == 0, done.stderr
     data = _check_ladder(run, 2, [1, 10])
     assert data["ratings"]["gnugo-l10"] == {"elo": 0.0, "half_width": 0.0, "games": 6.0}
-    for sgf in (run / "ladder" / "v2").glob("*-gnugo-l*/game-*.sgf"):
+    for sgf in (run / "ladder" / "v2-m4").glob("*-gnugo-l*/game-*.sgf"):
         moves = re.findall(r";([BW])\[([a-s]{2}|)\]", sgf.read_text())
         commands = ["boardsize 19", "clear_board"] + [
             f"play {c} " + ("pass" if not v else "ABCDEFGHJKLMNOPQRST"[ord(v[0]) - 97]

@@ -275,6 +275,10 @@ def show_status(run: RunDir) -> int:
                    "colours alternating; one Elo scale (GNU Go level 10 = 0) in --status.")
 @click.option("--ladder-visits", type=click.IntRange(1, None), default=800, show_default=True,
               help="Ladder: visits per move of the networks.")
+@click.option("--ladder-random-moves", type=click.IntRange(0, None), default=10,
+              show_default=True,
+              help="Ladder: the networks' first M moves drawn in proportion to visits (-m), "
+                   "so that a pair's games differ.")
 @click.option("--ladder-games", type=click.IntRange(1, None), default=40, show_default=True,
               help="Ladder: games per pair (network, reference).")
 @click.option("--ladder-every", type=click.IntRange(1, None), default=4, show_default=True,

@@ -2,7 +2,7 @@
 
 Gating against the previous best says only "not worse than last time"; a run that drifts can
 pass every gate. The ladder measures every promoted network against opponents that never
-change, at fixed visits, without noise or random moves, colours alternating, N games a pair:
+change, at fixed visits, without root noise, colours alternating, N games a pair:
 
 - the run's start network and frozen snapshots: the promoted networks number K, 2K, ... in
   the order they were promoted (once promoted, a network and its number never change);
@@ -10,16 +10,23 @@ change, at fixed visits, without noise or random moves, colours alternating, N g
   --capture-all-dead`: area scoring, and it removes dead stones before it passes, so the
   built-in Tromp-Taylor count of `leelaz match` scores the game as it stands).
 
+Without any randomness the games of a pair are not independent: at fixed visits the same few
+games repeat (dev/strength_gpu.sh measured 28 distinct move sequences in 100 games at 200
+visits, random symmetries notwithstanding), and an Elo interval over copies of a game is too
+narrow. So the networks play their first M moves (`--ladder-random-moves`, default 10) in
+proportion to their visits, Leela Zero's `-m` (`--randomcnt`), as that script's matches do;
+every later move is the search's best.
+
 A network plays the start, every snapshot promoted before it and the GNU Go levels. Games
 between two networks are played by `leelaz.selfplay.play_match` (the gating match's batched
 runner, its settings but no SPRT), games against GNU Go by `leelaz.tools.match_games`
 (GTP; our side is `leelaz -g --noponder -v V -r 5`), several tables at once.
 
 Files, all under DIR/ladder/ (each written whole or not at all, by rename):
-    v800/<net12>-<ref12>/       a pair of networks: play_match's folder (match.json, one SGF
+    v800-m10/<net12>-<ref12>/   a pair of networks (at 800 visits, 10 random moves): play_match's folder (match.json, one SGF
                                 per game index, result.json); a resumed pair plays only the
                                 indices that have no SGF, so a kill loses only games in flight
-    v800/<net12>-gnugo-l10/     a pair with GNU Go: game-NNN.sgf per game number (colours
+    v800-m10/<net12>-gnugo-l10/ a pair with GNU Go: game-NNN.sgf per game number (colours
                                 follow the number, as `leelaz match` does), same rule
     elo.json                    the last fit (rewritten after every pair)
     sharpness/g0001.json        a generation's policy-target figures (computed once)
@@ -126,9 +133,9 @@ def opponents(net: Network, nets: list[Network], every: int, levels) -> list:
             + [gnugo_name(level) for level in levels])
 
 
-def pair_dir(root: Path, visits: int, net: Network, opponent) -> Path:
+def pair_dir(root: Path, visits: int, random_moves: int, net: Network, opponent) -> Path:
     name = opponent if isinstance(opponent, str) else opponent.sha[:12]
-    return root / "ladder" / f"v{visits}" / f"{net.sha[:12]}-{name}"
+    return root / "ladder" / f"v{visits}-m{random_moves}" / f"{net.sha[:12]}-{name}"
 
 
 # ---- reading results back -----------------------------------------------------------------
@@ -187,13 +194,14 @@ def engine_name(net: Network) -> str:
     return f"leelaz-{net.sha[:12]}"
 
 
-def collect(run: RunDir, visits: int, every: int, levels=GNUGO_LEVELS) -> list[PairResult]:
-    """Every pair's results at `visits` found in the run folder."""
+def collect(run: RunDir, visits: int, random_moves: int, every: int,
+            levels=GNUGO_LEVELS) -> list[PairResult]:
+    """Every pair's results at `visits` and `random_moves` found in the run folder."""
     nets = promoted_networks(run)
     out = []
     for net in nets:
         for opp in opponents(net, nets, every, levels):
-            folder = pair_dir(run.root, visits, net, opp)
+            folder = pair_dir(run.root, visits, random_moves, net, opp)
             if isinstance(opp, str):
                 w, l, d = gnugo_pair_result(folder, engine_name(net))
                 out.append(PairResult(net.sha, opp, w, l, d))
@@ -288,6 +296,7 @@ def _connected(pairs, anchor: str) -> set[str]:
 @dataclass
 class LadderSettings:
     visits: int = 800
+    random_moves: int = 10  # the first moves played in proportion to visits (-m)
     games: int = 40  # per pair
     every: int = 4  # a snapshot every this many promoted networks
     levels: tuple[int, ...] = GNUGO_LEVELS
@@ -316,7 +325,7 @@ def play_ladder(run: RunDir, s: LadderSettings) -> dict[str, Rating]:
     ratings = write_fit(run, s)
     for net in nets:
         for opp in opponents(net, nets, s.every, levels):
-            folder = pair_dir(run.root, s.visits, net, opp)
+            folder = pair_dir(run.root, s.visits, s.random_moves, net, opp)
             name = opp if isinstance(opp, str) else f"network #{opp.index} ({opp.sha[:12]})"
             if isinstance(opp, str):
                 played = len(gnugo_games(folder))
@@ -338,7 +347,7 @@ def _play_networks(run: RunDir, s: LadderSettings, net: Network, ref: Network,
                    folder: Path) -> None:
     from leelaz.selfplay import SelfplayError, play_match
 
-    options = {"network_backend": s.network_backend}
+    options = {"network_backend": s.network_backend, "randomcnt": s.random_moves}
     if s.max_moves:
         options["max_moves"] = s.max_moves
     try:
@@ -351,9 +360,11 @@ def _play_networks(run: RunDir, s: LadderSettings, net: Network, ref: Network,
 
 
 def leelaz_command(run: RunDir, s: LadderSettings, net: Network, seed: int) -> list[str]:
-    """Our side against GNU Go: the GTP engine at fixed visits, no noise, no random moves."""
+    """Our side against GNU Go: the GTP engine at fixed visits, no noise, its first moves
+    drawn as in the games between networks."""
     argv = [sys.executable, "-m", "leelaz", "-g", "--noponder", "-w",
-            str(run.network_path(net.sha)), "-v", str(s.visits), "-r", "5", "-s", str(seed),
+            str(run.network_path(net.sha)), "-v", str(s.visits), "-m", str(s.random_moves),
+            "-r", "5", "-s", str(seed),
             "--backend", s.network_backend]
     if s.cpu_only:
         argv.append("--cpu-only")
@@ -415,10 +426,10 @@ def anchor_of(ratings_input: list[PairResult], start: str) -> str:
 
 
 def write_fit(run: RunDir, s: LadderSettings) -> dict[str, Rating]:
-    results = collect(run, s.visits, s.every, s.levels)
+    results = collect(run, s.visits, s.random_moves, s.every, s.levels)
     anchor = anchor_of(results, run.info().start)
     ratings = fit(results, anchor)
-    data = {"visits": s.visits, "every": s.every, "games_per_pair": s.games,
+    data = {"visits": s.visits, "random_moves": s.random_moves, "every": s.every, "games_per_pair": s.games,
             "anchor": anchor, "model": "Bradley-Terry, maximum likelihood, one virtual draw "
                                         "per pair; 95% Wald interval",
             "ratings": {p: {"elo": r.elo, "half_width": r.half_width, "games": r.games}
@@ -467,7 +478,8 @@ def ladder_lines(run: RunDir) -> list[str]:
     anchor = data.get("anchor", ANCHOR)
     anchor_text = "GNU Go level 10" if anchor == ANCHOR else f"the start {anchor[:12]}"
     lines = ["", f"ladder at {data.get('visits')} visits ({anchor_text} = 0; 95% intervals; "
-                 f"snapshot every {data.get('every')} promoted networks):",
+                 f"snapshot every {data.get('every')} promoted networks; first "
+                 f"{data.get('random_moves', 0)} moves drawn by visits):",
              f"{'#':>3}  {'gen':>4}  {'network':12}  {'games':>7}  {'hours':>7}  "
              f"{'ladder':>6}  {'Elo':>6}  {'95%':>5}"]
     for row in ladder_rows(run):
@@ -672,7 +684,9 @@ def run_ladder(run: RunDir, opts: dict, say) -> int:
     run.lock()
     run.remove_temporaries()
     settings = LadderSettings(
-        visits=opts.get("ladder_visits") or 800, games=opts.get("ladder_games") or 40,
+        visits=opts.get("ladder_visits") or 800,
+        random_moves=10 if opts.get("ladder_random_moves") is None
+        else opts["ladder_random_moves"], games=opts.get("ladder_games") or 40,
         every=opts.get("ladder_every") or 4, levels=levels, gnugo=gnugo,
         parallel=opts.get("parallel") or _default_parallel(bool(opts.get("cpu_only"))), jobs=opts.get("ladder_jobs") or 4,
         max_moves=opts.get("max_moves"), cpu_only=bool(opts.get("cpu_only")),
