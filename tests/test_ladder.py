@@ -137,10 +137,11 @@ def test_players_without_a_path_to_the_anchor_are_left_out():
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
-    """A 1x8 run of two generations, every candidate promoted: three networks."""
+    """A 1x8 run of two generations at 8 visits, every candidate promoted: three networks."""
     run = tmp_path_factory.mktemp("ladder") / "run"
     args = [a for a in TINY if a not in ("--gate", "lz")]
-    made = zero(run, *args, "--gate", "none", "--games-per-gen", "2", "--generations", "2")
+    made = zero(run, *args, "--gate", "none", "--games-per-gen", "2", "--generations", "2",
+                "-v", "8")  # targets over several children
     assert made.returncode == 0, made.stderr
     return run
 
@@ -292,3 +293,67 @@ def test_bad_ladder_input_is_one_line_and_exit_1(tiny_run, tmp_path):
     assert result.returncode == 1 and "not a leelaz zero run" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "none").exists()
+
+
+# ---- loop health per generation -----------------------------------------------------------------
+
+def test_target_sharpness_in_status_is_that_of_the_chunks(tiny_run, tmp_path):
+    """Children visited (non-zero target entries) and the top child's share, averaged over
+    the positions of each generation's first 16 games, read with tests/chunk_parser.py."""
+    from chunk_parser import parse_chunk
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    status = zero(run, "--status")
+    assert status.returncode == 0, status.stderr
+    rows = {int(line.split()[0]): line.split() for line in
+            status.stdout.split("loop health per generation")[1].splitlines()[2:]
+            if re.match(r"\s*\d+\s", line)}
+    for path in sorted((run / "generations").glob("*.json")):
+        rec = json.loads(path.read_text())
+        sgfs = sorted(p for p in (run / rec["selfplay"]["dir"]).rglob("*.sgf")
+                      if not p.name.startswith("."))[:16]
+        targets = []
+        for sgf in sgfs:
+            stem = sgf.name.split(".")[0]
+            for chunk in sgf.parent.glob(stem + ".*gz"):
+                if ".debug." not in chunk.name and not chunk.name.endswith(".sgf.gz"):
+                    targets += [r.probabilities for r in parse_chunk(str(chunk))]
+        assert targets
+        children = sum(sum(1 for p in t if p > 0) for t in targets) / len(targets)
+        top = sum(max(t) for t in targets) / len(targets)
+        assert 1.5 < children and top < 0.95  # enough to tell a count from a share
+        assert rows[rec["gen"]][1:3] == [f"{children:.1f}", f"{top:.2f}"]
+
+
+def test_resign_false_positives_of_played_out_games(tmp_path):
+    """Two played-out games (debug records as selfplay writes them, `-r 0`): in the first,
+    Black's best child falls to 3 % at move 100 and Black wins (a false resignation at 5 %);
+    in the second Black falls to 2 % and loses (a right one). Rate at 5 %: 1 of 2."""
+    import gzip
+
+    from leelaz.zero.ladder import resign_false_rate
+
+    folder = tmp_path / "g0001" / "j00"
+    folder.mkdir(parents=True)
+    for name, black_wins, low in (("000000-aa", True, 0.03), ("000001-aa", False, 0.02)):
+        lines = ["2", "0 0"] + [f"0.5 0.5 {low if move == 100 else 0.5} 10"
+                                for move in range(150)]
+        (folder / f"{name}.debug.txt.0.gz").write_bytes(gzip.compress(
+            ("\n".join(lines) + "\n").encode()))
+        (folder / f"{name}.sgf").write_text(f"(;GM[1]RE[{'B' if black_wins else 'W'}+R])")
+    figures = resign_false_rate(tmp_path / "g0001", 0.05)
+    assert (figures["games"], figures["wrong"], figures["false_rate"]) == (2, 1, 0.5)
+    assert resign_false_rate(tmp_path / "g0001", 0.01)["wrong"] == 0
+
+
+def test_held_out_figures_are_read_from_the_trainers_keys_or_similar_ones():
+    from leelaz.zero.ladder import held_out_metrics
+
+    record = {"train": {"metrics": {"val_top1": 0.2, "ext_top1": 0.538,
+                                    "ext_policy_ce": 1.65, "ext_value_mse": 0.696}}}
+    assert held_out_metrics(record) == {"top1": 0.538, "ce": 1.65, "mse": 0.696}
+    nested = {"validation": {"tygem_9d": {"policy_top1": 0.5, "policy_ce": 1.7,
+                                          "value_mse": 0.7}}, "gate": {"wins": 3}}
+    assert held_out_metrics(nested) == {"top1": 0.5, "ce": 1.7, "mse": 0.7}
+    assert held_out_metrics({"train": {"metrics": {"val_top1": 0.2}}}) == {}

@@ -584,13 +584,22 @@ def generation_health(run: RunDir, record: dict) -> dict:
     return health
 
 
-_HELD_OUT = re.compile(r"9d|9-dan|dan|tygem|external|held|holdout|human", re.I)
+_HELD_OUT = re.compile(r"(^|/)ext_|9d|9-dan|dan|tygem|external|held|holdout|human", re.I)
 
 
 def held_out_metrics(record: dict) -> dict[str, float]:
     """The held-out 9-dan figures a generation's record may hold (top-1, policy CE, value
-    MSE), found by their key names wherever they are in the record (the trainer's validation
-    report may nest them); {} when absent."""
+    MSE): the trainer's `ext_top1`, `ext_policy_ce`, `ext_value_mse` (the fixed external
+    games, `--val-sgf`) under train.metrics, or, tolerantly, keys of such names anywhere in
+    the record under a name that says 9-dan, external or held-out; {} when absent."""
+    metrics = record.get("train", {}).get("metrics")
+    if isinstance(metrics, dict):
+        known = {name: metrics[key] for name, key in (("top1", "ext_top1"),
+                                                      ("ce", "ext_policy_ce"),
+                                                      ("mse", "ext_value_mse"))
+                 if isinstance(metrics.get(key), (int, float))}
+        if known:
+            return {k: float(v) for k, v in known.items()}
     found: dict[str, float] = {}
 
     def walk(node, path: str) -> None:

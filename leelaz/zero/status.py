@@ -110,6 +110,7 @@ def plot(run: RunDir, path: str | os.PathLike | None = None) -> str:
     if any(r["elo"] is not None for r in ladder_rows(run)):
         fig, (ax, *ladder_axes) = plt.subplots(1, 3, figsize=(18, 4.5), dpi=100)
         plot_ladder(run, ladder_axes)
+        fig.subplots_adjust(left=0.05, right=0.98, wspace=0.25)
     else:
         fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     ax.step([r["gen"] for r in data], [r["best_elo"] for r in data], where="post",
