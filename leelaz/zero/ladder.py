@@ -246,9 +246,9 @@ def fit(results: list[PairResult], anchor: str, prior_draws: float = PRIOR_DRAWS
             games[at[a]] += n
             games[at[b]] += n
     theta = np.zeros(len(players))
-    for _ in range(100):
+    for _ in range(200):
         grad, info = _gradient_information(theta, edges)
-        step = np.linalg.solve(info[1:, 1:], grad[1:])
+        step = np.clip(np.linalg.solve(info[1:, 1:], grad[1:]), -5.0, 5.0)  # damped far out
         theta[1:] += step
         if np.max(np.abs(step)) < 1e-10:
             break
