@@ -27,7 +27,8 @@ from paths import REPO
 
 ZERO = [sys.executable, "-m", "leelaz", "zero"]
 TINY = ["--size", "1x8", "-v", "2", "--match-visits", "2", "--parallel", "2", "--steps", "4",
-        "--batch", "16", "--match-games", "4", "--max-moves", "120", "--cpu-only", "-q"]
+        "--batch", "16", "--match-games", "4", "--max-moves", "120", "--cpu-only", "-q",
+        "--gate", "lz"]
 
 
 def _env() -> dict:
@@ -320,7 +321,7 @@ def test_sigkill_mid_selfplay_and_mid_training(tmp_path):
     # One game at a time per job, so that a kill after the first finished game always finds
     # games in flight; a checkpoint after every step, so that the kill lands between two.
     args = (*TINY, "--games-per-gen", "4", "--workers", "2", "--parallel", "1",
-            "--generations", "1", "--no-gate", "--steps", "6", "--batch", "8",
+            "--generations", "1", "--gate", "none", "--steps", "6", "--batch", "8",
             "--checkpoint-seconds", "0")
     selfplay, trainer = run / "selfplay", run / "train" / "g0001"
 

@@ -4,6 +4,7 @@
     leelaz zero runs/z1                     # the same run again: continues where it stopped
     leelaz zero runs/z1 --ray auto          # self-play and matches as Ray tasks
     leelaz zero runs/z1 --status            # the generation table and runs/z1/status.png
+    leelaz zero runs/z1 --ladder            # promoted networks vs fixed references, Elo
 
 Owns: the command line, its checks (each bad input is one `ERROR: ...` line on stderr and exit
 status 1, before anything in DIR is changed), creating the starting network, and wiring the run
@@ -100,6 +101,10 @@ def run_zero(directory: str, opts: dict) -> int:
     run = RunDir(os.path.abspath(directory))
     if opts["status"]:
         return show_status(run)
+    if opts.get("ladder"):  # the fixed ladder (leelaz.zero.ladder), not the loop
+        from leelaz.zero.ladder import run_ladder
+        return run_ladder(run, opts, _say)
+    opts["gate_rule"] = _gate_rule(opts)
     if opts["ray"] is not None:
         from leelaz.zero.ray_executor import import_ray
         import_ray()  # say what to install before touching DIR
@@ -127,13 +132,28 @@ def run_zero(directory: str, opts: dict) -> int:
         _say(f"leelaz zero {run.root}: {info.size}, best {run.best()[:12]}, "
              f"{executor.describe()}; {settings.games_per_gen} games/generation at "
              f"{settings.visits} visits, window {settings.window} games, {settings.steps} "
-             f"steps of {settings.batch}, " + ("SPRT gating" if settings.gate else "no gating"))
+             f"steps of {settings.batch}, {opts['gate_rule'].describe()}")
         ZeroLoop(run, info, settings, executor, _say).run_until_done()
         _say(status_table(run))
         return 0
     finally:
         if executor is not None:
             executor.close()
+
+
+def _gate_rule(opts: dict):
+    """--gate (and the older --no-gate, the same as --gate none), checked before DIR changes."""
+    from leelaz.zero.gate import DEFAULT, GateError, parse
+
+    try:
+        rule = parse(opts.get("gate") or DEFAULT)
+    except GateError as exc:
+        raise RunError(str(exc)) from None
+    if opts.get("no_gate"):
+        if opts.get("gate") and rule.kind != "none":
+            raise RunError(f"--no-gate and --gate {opts['gate']} disagree; give one of them")
+        rule = parse("none")
+    return rule
 
 
 def _settings(opts: dict, executor) -> Settings:
@@ -147,7 +167,8 @@ def _settings(opts: dict, executor) -> Settings:
                     games_per_gen=pick["games_per_gen"], generations=opts["generations"],
                     window=window, steps=pick["steps"], batch=pick["batch"],
                     lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
-                    gate=not opts["no_gate"], match_games=opts["match_games"],
+                    gate=opts["gate_rule"].plays_match, gate_rule=opts["gate_rule"].text,
+                    match_games=opts["match_games"],
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
                     dumbpass=opts.get("dumbpass", True), noise=opts.get("noise", True),
                     workers=opts["workers"] or 1,
@@ -207,10 +228,17 @@ def show_status(run: RunDir) -> int:
               help="Start a new run from this network instead of a random one.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
               help="Seed of the random starting network and of the games.")
+@click.option("--gate", default=None, metavar="RULE",
+              help="Which candidates are promoted: 'lz' (Leela Zero's SPRT, Elo 0/35, at most "
+                   "--match-games games), 'winrate:P:N' (a score of at least P over N games, "
+                   "KataGo's gatekeeper) or 'none' (every candidate, minigo's practice) "
+                   "[default: winrate:0.5:200: a small run's candidates gain a few Elo each, "
+                   "which an SPRT against +35 rejects, so self-play would stay on an old "
+                   "network; 50% of 200 games still stops a clearly worse one].")
 @click.option("--no-gate", is_flag=True,
-              help="Promote every candidate without a match (minigo and KataGo's style).")
+              help="Promote every candidate without a match (the same as --gate none).")
 @click.option("--match-games", type=click.IntRange(1, None), default=400, show_default=True,
-              help="Most games in a gating match (SPRT usually stops earlier).")
+              help="Most games in an SPRT gating match (--gate lz; it usually stops earlier).")
 @click.option("--parallel", type=click.IntRange(1, None), default=None,
               help="Games in flight per worker, leaves batched [default: 64 with a GPU, else 8].")
 @click.option("--max-moves", type=click.IntRange(1, None), default=None,
@@ -241,6 +269,27 @@ def show_status(run: RunDir) -> int:
               help="Play the current generation's self-play games, then stop (throughput "
                    "measurements; the next run trains on them).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.option("--ladder", is_flag=True,
+              help="Play the fixed ladder and exit: every promoted network against the start, "
+                   "frozen snapshots and GNU Go levels 1 and 10, at --ladder-visits, no noise, "
+                   "colours alternating; one Elo scale (GNU Go level 10 = 0) in --status.")
+@click.option("--ladder-visits", type=click.IntRange(1, None), default=800, show_default=True,
+              help="Ladder: visits per move of the networks.")
+@click.option("--ladder-random-moves", type=click.IntRange(0, None), default=10,
+              show_default=True,
+              help="Ladder: the networks' first M moves drawn in proportion to visits (-m), "
+                   "so that a pair's games differ.")
+@click.option("--ladder-games", type=click.IntRange(1, None), default=40, show_default=True,
+              help="Ladder: games per pair (network, reference).")
+@click.option("--ladder-every", type=click.IntRange(1, None), default=4, show_default=True,
+              help="Ladder: freeze every K-th promoted network as a reference.")
+@click.option("--ladder-jobs", type=click.IntRange(1, None), default=4, show_default=True,
+              help="Ladder: games against GNU Go at once (a leelaz GTP engine each).")
+@click.option("--gnugo", default=None, metavar="COMMAND",
+              help="Ladder: GNU Go's command [default: gnugo on PATH or in /usr/games; "
+                   "absent, its rungs are skipped].")
+@click.option("--gnugo-levels", default="1,10", show_default=True, metavar="L,L",
+              help="Ladder: the GNU Go levels played.")
 @click.option("--status", is_flag=True,
               help="Print the generation table, write DIR/status.png (Elo plot) and exit.")
 def command(directory: str, **opts) -> int:

@@ -70,7 +70,8 @@ def match_job(spec: dict) -> dict:
     _check_run_folder(spec)
     os.makedirs(spec["out_dir"], exist_ok=True)
     result = play_match(spec["candidate"], spec["best"], spec["out_dir"],
-                        max_games=spec["max_games"], sprt=True, visits=spec["visits"],
+                        max_games=spec["max_games"], sprt=spec.get("sprt", True),
+                        visits=spec["visits"],
                         parallel=spec["parallel"], seed=spec["seed"],
                         cpu_only=spec["cpu_only"], gpus=tuple(spec["gpus"]),
                         progress=spec.get("progress", False),

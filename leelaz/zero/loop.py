@@ -8,8 +8,9 @@ One generation, as Leela Zero's server and autogtp did it between them, on one r
    chunks (LZ: the last 250k-500k games; here `window` games), `steps` steps; the window is
    fixed in train/gNNNN/window.txt before training starts, so a resumed trainer sees the same
    data as the one that was killed;
-3. gate: an SPRT match candidate vs best (the server's rule: Elo 0/35, alpha = beta = 0.05),
-   unless gating is off (minigo and KataGo's style: every candidate is promoted); played by
+3. gate: a match candidate vs best decided by the run's rule (leelaz.zero.gate: the server's
+   SPRT, Elo 0/35, alpha = beta = 0.05; a win rate over N games, KataGo's; or none, minigo and
+   KataGo's style: every candidate is promoted); played by
    one job per worker into one folder (each its shard of the games; the SPRT's stop is the
    folder's, so together they are one match), the number of jobs fixed once as self-play's;
 4. promote: `best` names the candidate if it passed (H1), else it stays.
@@ -34,6 +35,7 @@ from typing import Callable
 
 from leelaz.files import write_text_atomic
 from leelaz.selfplay.sprt import MIN_GAMES_TO_PASS
+from leelaz.zero import gate as gate_rules
 from leelaz.zero.jobs import SUMMED, JobFailed
 from leelaz.zero.rundir import RunDir, RunInfo, finished_games
 
@@ -53,6 +55,7 @@ class Settings:
     lr: float | None = None  # None: the trainer's default
     checkpoint_seconds: float | None = None  # how often the trainer saves; None: its default
     gate: bool = True  # False: promote every candidate (no match)
+    gate_rule: str = "lz"  # the gate's rule (leelaz.zero.gate): lz, winrate:P:N or none
     match_games: int = 400  # the server's cap on a gating match
     parallel: int = 8  # games in flight per worker, their leaves batched together
     max_moves: int | None = None  # end games after this many moves; None: autogtp's 722
@@ -257,10 +260,13 @@ class ZeroLoop:
         gate = record.setdefault("gate", {})
         if "gated" not in gate:
             folder = self.run.match_dir(gen, candidate, best)
-            gate.update(gated=self.s.gate, dir=str(folder.relative_to(self.run.root)),
-                        max_games=self.s.match_games, visits=self.s.match_visits,
-                        dumbpass=self.s.dumbpass, seconds=0.0)
+            rule = gate_rules.parse(self.s.gate_rule if self.s.gate else "none")
+            gate.update(gated=rule.plays_match, rule=rule.text,
+                        dir=str(folder.relative_to(self.run.root)),
+                        max_games=rule.match_games(self.s.match_games),
+                        visits=self.s.match_visits, dumbpass=self.s.dumbpass, seconds=0.0)
             self.run.save_generation(record)
+        rule = gate_rules.parse(gate.get("rule", "lz"))  # the generation keeps its rule
         if not gate["gated"]:
             gate["done"] = True
             self.run.save_generation(record)
@@ -270,7 +276,7 @@ class ZeroLoop:
             self.run.save_generation(record)
         folder = self.run.root / gate["dir"]
         self.say(f"generation {gen}: match {candidate[:12]} (candidate) vs "
-                 f"{best[:12]} (best), SPRT, at most {gate['max_games']} games")
+                 f"{best[:12]} (best), {rule.describe()}, at most {gate['max_games']} games")
         # One match played by `shards` jobs at once into one folder, as self-play is: each
         # job plays its share of the games (selfplay/match.py's shards), and every job stops
         # starting games once the SPRT has decided on the games of them all.
@@ -278,7 +284,9 @@ class ZeroLoop:
                       candidate=str(self.run.network_path(candidate)),
                       best=str(self.run.network_path(best)),
                       max_games=gate["max_games"], visits=gate["visits"],
-                      parallel=match_parallel(self.s.parallel, gate["shards"]),
+                      parallel=(match_parallel(self.s.parallel, gate["shards"])
+                                if rule.sequential else self.s.parallel),
+                      sprt=rule.sequential,
                       seed=self._seed(gen, 777),
                       shard=shard, shards=gate["shards"],
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
@@ -298,6 +306,9 @@ class ZeroLoop:
         # the one that saw the most is the last, which holds every job's games.
         result = dict(max(results, key=lambda r: (r.get("played", r["games"]), r["games"])))
         result["moves"] = sum(r.get("moves", 0) for r in results)
+        if not rule.sequential:  # a match of fixed length: the rule, not the SPRT, decides
+            result["decision"] = rule.decide(result["wins"], result["losses"],
+                                             result["draws"])
         gate.update(result, done=True, seconds=gate["seconds"] + time.monotonic() - start)
         self.run.save_generation(record)
         self.say(f"generation {gen}: match {result['wins']}-{result['losses']}"

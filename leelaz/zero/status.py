@@ -8,7 +8,10 @@ candidates' estimates along the chain of best networks, starting at 0 for the fi
 (as Leela Zero's graph did; SPRT stops early on good streaks, so these sums lean high).
 Without gating there is no match and so no estimate.
 
-Imports: leelaz.zero.rundir; matplotlib (optional, only for the plot).
+The fixed ladder's table and panels and the loop's health per generation come from
+leelaz.zero.ladder.
+
+Imports: leelaz.zero.rundir, leelaz.zero.ladder; matplotlib (optional, only for the plot).
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ def rows(run: RunDir) -> list[dict]:
                                                           if gate.get("draws") else "")
         out.append({"gen": r["gen"], "network": tr.get("candidate", ""),
                     "games": sp.get("games"), "steps": tr.get("steps_done"), "score": score,
-                    "llr": gate.get("llr") if gate.get("gated") else None,
+                    "llr": gate.get("llr") if gate.get("gated") and
+                    gate.get("rule", "lz") == "lz" else None,  # other rules: no SPRT
                     "elo": candidate_elo, "mark": estimate[1] if estimate else "",
                     "promoted": r.get("promoted") if r.get("done") else None,
                     "best_elo": best_elo, "state": state,
@@ -85,6 +89,9 @@ def table(run: RunDir) -> str:
                      f"{cell(row['games'], '>6')}  {cell(row['rate'], '>7.0f')}  "
                      f"{cell(row['steps'], '>6')}  {row['score'] or '-':>9}  "
                      f"{cell(row['llr'], '>6.2f')}  {elo_text:>7}  {promoted}")
+    # The fixed ladder and the loop's health (leelaz.zero.ladder), when there are any.
+    from leelaz.zero.ladder import health_lines, ladder_lines
+    lines += ladder_lines(run) + health_lines(run)
     return "\n".join(lines)
 
 
@@ -98,7 +105,14 @@ def plot(run: RunDir, path: str | os.PathLike | None = None) -> str:
 
     path = os.fspath(path or run.root / "status.png")
     data = rows(run)
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    # With a ladder, two more panels: its Elo against self-play games and hours.
+    from leelaz.zero.ladder import ladder_rows, plot_ladder
+    if any(r["elo"] is not None for r in ladder_rows(run)):
+        fig, (ax, *ladder_axes) = plt.subplots(1, 3, figsize=(18, 4.5), dpi=100)
+        plot_ladder(run, ladder_axes)
+        fig.subplots_adjust(left=0.05, right=0.98, wspace=0.25)
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     ax.step([r["gen"] for r in data], [r["best_elo"] for r in data], where="post",
             label="best network", color="tab:blue")
     for promoted, colour, label in ((True, "tab:green", "candidate promoted"),
