@@ -251,6 +251,13 @@ def plain_copy(net: LeelaNet) -> LeelaNet:
 
 # ---- the run ------------------------------------------------------------------------------
 
+
+def metrics_line(m: dict) -> str:
+    """One line of metrics.jsonl. A non-finite figure (a diverging loss) is written as null:
+    Python's bare NaN and Infinity are not JSON, and other readers refuse the line."""
+    return json.dumps({k: None if isinstance(v, float) and not math.isfinite(v) else v
+                       for k, v in m.items()}, allow_nan=False) + "\n"
+
 class _Run:
     """One training run: the network, its optimizer, the data and the counters."""
 
@@ -358,7 +365,7 @@ class _Run:
         m.update(extra)
         m.update({"step": self.counters["step"], "samples": self.counters["samples"]})
         with open(self.metrics_path, "a") as f:
-            f.write(json.dumps(m) + "\n")
+            f.write(metrics_line(m))
         self.last_metrics = m
         _log(c, " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in m.items()))
