@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -149,13 +150,35 @@ class ZeroLoop:
         return record
 
     def generation(self, record: dict) -> None:
-        if not record.get("selfplay", {}).get("done"):
-            self.selfplay(record)
-        if not record.get("train", {}).get("done"):
-            self.train(record)
-        if not record.get("gate", {}).get("done"):
-            self.gate(record)
+        with self._way_out(record, "self-play"):
+            if not record.get("selfplay", {}).get("done"):
+                self.selfplay(record)
+        with self._way_out(record, "training"):
+            if not record.get("train", {}).get("done"):
+                self.train(record)
+        with self._way_out(record, "gating match"):
+            if not record.get("gate", {}).get("done"):
+                self.gate(record)
         self.promote(record)
+
+    @contextmanager
+    def _way_out(self, record: dict, phase: str):
+        """A job that failed for good says where the details are and how to get out of a
+        run that would fail the same way on every rerun (a broken network, say)."""
+        try:
+            yield
+        except JobFailed as exc:
+            first, _, rest = str(exc).partition("\n")
+            gen = record["gen"]
+            redo = [self.run.generation_path(gen)]
+            if phase != "self-play":
+                redo.append(self.run.train_dir(gen))
+            raise JobFailed(
+                f"generation {gen}'s {phase} failed: {first}; details in "
+                f"{self.run.root / 'log.txt'}. Rerun to retry; if it fails the same way, "
+                f"delete {' and '.join(str(p) for p in redo)} to play generation {gen} "
+                "again from its games, or write an earlier network's id (networks/) into "
+                f"{self.run.root / 'best'}" + ("\n" + rest if rest else "")) from None
 
     def _seed(self, gen: int, part: int) -> int:
         return (self.info.seed * 1_000_003 + gen * 1_009 + part) % 2**63
@@ -163,7 +186,7 @@ class ZeroLoop:
     # ---- 1. self-play ---------------------------------------------------------------------
     def selfplay(self, record: dict) -> None:
         gen, best = record["gen"], record["best"]
-        folder = self.run.selfplay_dir(gen, best)
+        folder = self.run.inside(self.run.selfplay_dir(gen, best), "self-play folder")
         sp = record.setdefault("selfplay", {})
         if "jobs" not in sp:  # fixed once: a rerun with other --workers resumes the same jobs
             n, k = self.s.games_per_gen, max(1, min(self.s.workers, self.s.games_per_gen))
@@ -224,7 +247,7 @@ class ZeroLoop:
 
     def train(self, record: dict) -> None:
         gen, best = record["gen"], record["best"]
-        folder = self.run.train_dir(gen)
+        folder = self.run.inside(self.run.train_dir(gen), "training folder")
         folder.mkdir(parents=True, exist_ok=True)
         tr = record.setdefault("train", {})
         window_file = folder / "window.txt"
@@ -257,7 +280,7 @@ class ZeroLoop:
         gen, best, candidate = record["gen"], record["best"], record["train"]["candidate"]
         gate = record.setdefault("gate", {})
         if "gated" not in gate:
-            folder = self.run.match_dir(gen, candidate, best)
+            folder = self.run.inside(self.run.match_dir(gen, candidate, best), "match folder")
             gate.update(gated=self.s.gate, dir=str(folder.relative_to(self.run.root)),
                         max_games=self.s.match_games, visits=self.s.match_visits,
                         dumbpass=self.s.dumbpass, seconds=0.0)
