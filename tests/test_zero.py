@@ -161,13 +161,15 @@ def _fabricate(run: Path) -> None:
                          "seconds": 3600.0},
             "train": {"candidate": cand1, "steps_done": 10, "done": True},
             "gate": {"gated": True, "done": True, "wins": 3, "losses": 1, "draws": 0,
-                     "games": 4, "llr": 0.5, "decision": None}}
+                     "games": 4, "llr": 0.5, "decision": None, "dir": "matches/g0001-x",
+                     "max_games": 400, "visits": 2, "seconds": 1.0}}
     gen2 = {"gen": 2, "best": cand1, "done": True, "promoted": False,
             "selfplay": {"dir": "selfplay/g0002-x", "games": 3, "done": True, "played": 3,
                          "seconds": 1800.0},
             "train": {"candidate": cand2, "steps_done": 20, "done": True},
             "gate": {"gated": True, "done": True, "wins": 0, "losses": 5, "draws": 0,
-                     "games": 5, "llr": -1.0, "decision": "H0"}}
+                     "games": 5, "llr": -1.0, "decision": "H0", "dir": "matches/g0002-x",
+                     "max_games": 400, "visits": 2, "seconds": 1.0}}
     for rec in (gen1, gen2):
         (run / "generations" / f"{rec['gen']:04d}.json").write_text(json.dumps(rec))
 
