@@ -15,6 +15,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def test_an_interrupted_creation_is_created_again(tmp_path):
     proc = subprocess.Popen(ZERO + [str(run), "--size", "6x64", "--generations", "0", "-q",
                                     "--cpu-only"], env=_env(), stderr=subprocess.PIPE)
     while not (run / "networks").is_dir() and proc.poll() is None:
-        pass
+        time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     if (run / "run.json").exists():
@@ -117,8 +118,29 @@ def test_an_absolute_gate_dir_is_refused(tmp_path):
     record = json.loads((run / "generations" / "0001.json").read_text())
     record["gate"]["dir"] = "matches/g0001"
     (run / "generations" / "0001.json").write_text(json.dumps(record))
+    _one_line_error(zero(run, *TINY, "--generations", "1"), str(run / "matches"),
+                    "symbolic link")
+    assert sorted(os.listdir(outside)) == [".victim.sgf.tmp"]
+    (run / "matches").unlink()  # one level down: the record's folder itself a link
+    (run / "matches").mkdir()
+    (run / "matches" / "g0001").symlink_to(outside)
     _one_line_error(zero(run, *TINY, "--generations", "1"), "gate.dir", "symbolic link")
     assert sorted(os.listdir(outside)) == [".victim.sgf.tmp"]
+
+
+def test_a_link_out_of_dir_is_refused_before_anything_is_written(tmp_path):
+    """`best` (or a generation record) a symbolic link to a file outside DIR: the loop
+    would write through it; refused with one line, the file outside untouched."""
+    run = _made(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text((run / "best").read_text())
+    (run / "best").unlink()
+    (run / "best").symlink_to(victim)
+    before = victim.read_bytes()
+    _one_line_error(zero(run, *TINY, "--generations", "0"), "best", "symbolic link")
+    assert victim.read_bytes() == before
+    _one_line_error(zero(run, "--repair"), "best", "symbolic link")
+    assert victim.read_bytes() == before
 
 
 # ---- damaged records: one line, and a way out ----------------------------------------------------

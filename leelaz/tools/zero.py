@@ -261,6 +261,7 @@ def repair(run: RunDir) -> int:
     """--repair: set damaged generation records aside and rewrite a damaged `best`."""
     if not run.exists():
         raise RunError(f"{run.root} is not a leelaz zero run (no run.json)")
+    run.check_links()
     run.lock()
     done = run.repair()
     for line in done:

@@ -148,6 +148,7 @@ class RunDir:
         except OSError as exc:
             raise RunError(f"cannot write to {self.root}: {exc.strerror or exc}") from None
         if self.exists():
+            self.check_links()
             return
         names = sorted(p.name for p in self.root.iterdir())
         strangers = [n for n in names if n not in LAYOUT and not n.startswith(".")]
@@ -159,6 +160,21 @@ class RunDir:
             shown = ", ".join(n + ("/" if (self.root / n).is_dir() else "") for n in state)
             raise RunError(f"{self.root} holds a run ({shown}) but no run.json; restore "
                            "run.json (copy the whole folder again), or give a new folder")
+
+    def check_links(self) -> None:
+        """RunError if a name the loop writes through (the layout's, a generation record)
+        is a symbolic link that leads outside DIR: atomic writes go through links, so a
+        received folder whose `best` linked to ~/.bashrc would have it replaced."""
+        paths = [self.root / name for name in LAYOUT]
+        folder = self.root / "generations"
+        if folder.is_dir() and not folder.is_symlink():
+            paths += sorted(folder.iterdir())
+        real_root = os.path.realpath(self.root)
+        for path in paths:
+            if path.is_symlink() and os.path.commonpath(
+                    [real_root, os.path.realpath(path)]) != real_root:
+                raise RunError(f"{path} is a symbolic link that leads outside {self.root}; "
+                               "replace it with the file or folder itself")
 
     @staticmethod
     def _empty_folder(path: Path) -> bool:
