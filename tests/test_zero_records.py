@@ -371,3 +371,25 @@ def test_a_failed_job_names_the_file_and_the_way_out(tmp_path):
     assert [line for line in lines if line.startswith("ERROR")] == lines[-1:]
     assert str(net) in lines[-1] and "self-play failed" in lines[-1]
     assert f"into {run / 'best'}" in lines[-1] and str(run / "log.txt") in lines[-1]
+
+
+def test_selfplay_says_how_long_at_the_last_pace(tmp_path):
+    """Before a generation's self-play: its games at the newest finished generation's pace at
+    the same visits (generation 1: 2 games in an hour, generation 2: 3 in half an hour)."""
+    from test_zero import _fabricate
+
+    from leelaz.zero.loop import Settings, ZeroLoop
+    from leelaz.zero.rundir import RunDir
+
+    run = tmp_path / "run"
+    _fabricate(run)
+    for gen, visits in ((1, 2), (2, 3)):
+        path = run / "generations" / f"{gen:04d}.json"
+        record = json.loads(path.read_text())
+        record["selfplay"].update(visits=visits, jobs=[record["selfplay"]["games"]])
+        path.write_text(json.dumps(record))
+    loop = ZeroLoop(RunDir(run), RunDir(run).info(), Settings(), executor=None, say=print)
+    assert loop._selfplay_estimate(3, 3, 6) == "about 60 min at generation 2's pace"
+    assert loop._selfplay_estimate(3, 2, 6) == "about 3.0 h at generation 1's pace"
+    assert loop._selfplay_estimate(2, 2, 1) == "about 30 min at generation 1's pace"
+    assert loop._selfplay_estimate(3, 7, 6) == ""  # no generation at 7 visits

@@ -204,6 +204,10 @@ class ZeroLoop:
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
+        estimate = self._selfplay_estimate(gen, sp["visits"], target - before)
+        if estimate:
+            self.say(f"generation {gen}: {target - before} self-play games to play, "
+                     f"{estimate}")
         start = time.monotonic()
         bar = _Bar(target, f"gen {gen} self-play", before, self.s.progress)
         try:
@@ -229,6 +233,19 @@ class ZeroLoop:
                  f"{sp['moves'] * per_second:.1f} moves/s, "
                  f"{sp['playouts'] * per_second:.0f} playouts/s; "
                  f"{', '.join(sp['backends']) or 'backend not reported'})")
+
+    def _selfplay_estimate(self, gen: int, visits: int, games: int) -> str:
+        """`about 12 min at generation 3's pace`: the newest finished self-play at the same
+        visits, its games per second (all workers together); '' without one."""
+        for record in reversed(self.run.generations()):
+            sp = record.get("selfplay", {})
+            if record["gen"] < gen and sp.get("done") and sp.get("visits") == visits \
+                    and sp.get("played") and sp.get("seconds"):
+                seconds = games * sp["seconds"] / sp["played"]
+                shown = f"{seconds / 3600:.1f} h" if seconds >= 5400 else \
+                    f"{max(1, round(seconds / 60))} min"
+                return f"about {shown} at generation {record['gen']}'s pace"
+        return ""
 
     # ---- 2. training ----------------------------------------------------------------------
     def window(self, gen: int) -> tuple[list[str], int]:
