@@ -30,6 +30,8 @@ from pathlib import Path
 
 import click
 
+from leelaz.install_hints import torch_install_hint
+
 from leelaz.batching import resolve_threads, search_batch_size
 from leelaz.config import (BACKEND_CHOICES, BACKEND_HELP, DEFAULT_WEIGHTS, PRECISION_CHOICES,
                            TIMEMANAGE_CHOICES, EngineConfig, resolve_dyn_komi)
@@ -120,8 +122,8 @@ def _command() -> click.Command:
     own = [
         _Option(["--backend"], type=click.Choice(BACKEND_CHOICES), default="auto",
                 show_default=True,
-                help="The network's backend. " + BACKEND_HELP + " PyTorch "
-                     "needs pip install 'leelaz[torch]'."),
+                help="The network's backend. " + BACKEND_HELP + " PyTorch, where missing: "
+                     + torch_install_hint() + "."),
         _Option(["--search-processes"], type=click.IntRange(0, 64), default=0,
                 metavar="N",
                 help="Analysis (lz-analyze, pondering) searches each position in N "

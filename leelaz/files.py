@@ -12,6 +12,8 @@ replacement must not change what the user named, though:
   (a rename would split it from its other names); only this case is not atomic;
 - a device node, FIFO, socket or folder is refused (`NotRegularFile`): renaming over it
   would replace the node itself (as root, `printsgf /dev/stdout` would replace the system's).
+An OSError of a write (a full disk says ENOSPC, naming no file) carries the target's name, so
+the one line a verb prints for it says which file could not be written.
 
 Reading: `open_regular` opens without blocking on a FIFO and refuses anything but a regular
 file; `read_bounded` also refuses more than a given size and stops gzip data that inflates
@@ -106,11 +108,13 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, temp: str | None = 
             os.unlink(tmp)
         else:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = os.fspath(path)  # a failed write() names no file: say which
         raise
 
 

@@ -145,3 +145,37 @@ def test_bounded_reading(tmp_path):
     with pytest.raises(ValueError):
         (tmp_path / "cut.gz").write_bytes(gzip.compress(b"abc" * 1000)[:-12])
         read_bounded(tmp_path / "cut.gz", 1 << 20)
+
+
+def test_a_failed_write_names_the_file(tmp_path, monkeypatch):
+    """A full disk fails fsync or write with ENOSPC and no file name: the error carries the
+    target's name (what a verb's one line prints), and no temporary file stays."""
+    import errno
+
+    import leelaz.files as files
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(files.os, "fsync", full)
+    path = tmp_path / "status.png"
+    with pytest.raises(OSError) as caught:
+        write_gzip_atomic(path, b"data")
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_every_new_file_follows_the_umask(tmp_path):
+    """mkstemp makes 0600; a file we create gets 0666 less the umask, as open() gives."""
+    for mask in (0o022, 0o002, 0o077):
+        old = os.umask(mask)
+        try:
+            for i, write in enumerate((write_text_atomic, write_gzip_atomic)):
+                path = tmp_path / f"{mask:o}-{i}"
+                write(path, "x" if write is write_text_atomic else b"x")
+                assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~mask)
+            with atomic_open(tmp_path / f"{mask:o}-temp", temp=str(tmp_path / f".t{mask:o}")) as f:
+                f.write("x")
+            assert oct((tmp_path / f"{mask:o}-temp").stat().st_mode & 0o777) == \
+                oct(0o666 & ~mask)
+        finally:
+            os.umask(old)

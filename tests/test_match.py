@@ -54,8 +54,11 @@ def test_elo_and_interval_by_hand():
     assert match.elo(0.75) == pytest.approx(400 * math.log10(3))  # 190.85
     p, lo, hi = match.score_interval(30, 40)
     assert p == 0.75
-    half = 1.96 * math.sqrt(0.75 * 0.25 / 40)  # 0.1342
-    assert (lo, hi) == pytest.approx((0.75 - half, 0.75 + half))
+    # Wilson's interval: the roots in q of (q - p)^2 = z^2 q (1 - q) / n.
+    z2, n = 1.96 ** 2, 40
+    a, b, c = 1 + z2 / n, -(2 * 0.75 + z2 / n), 0.75 ** 2
+    roots = sorted((-b + s * math.sqrt(b * b - 4 * a * c)) / (2 * a) for s in (-1, 1))
+    assert (lo, hi) == pytest.approx(roots)
 
 
 def test_sprt_llr_and_bounds():

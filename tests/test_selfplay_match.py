@@ -74,6 +74,42 @@ def test_shipped_net_against_itself_is_not_promoted(tmp_path, capsys):
     assert result.moves == 0  # the rerun resumed: the cap was reached, nothing was played
 
 
+def test_a_failed_start_does_not_bind_the_folder(tmp_path, passing_net, capsys):
+    """A candidate that does not load: one line, and no match.json, so once the user fixes
+    the file the same command plays the match instead of refusing the folder."""
+    import hashlib
+    import shutil
+
+    out, candidate = tmp_path / "gate", tmp_path / "candidate.txt"
+    candidate.write_text("2\nnot a network\n")
+    argv = ["match", "--preset", "lz-gate", "--weights1", str(candidate), "--weights2",
+            passing_net, "--out", str(out), "--games", "2", "-v", "1", "--parallel", "2",
+            "--cpu-only", "--max-moves", "4"]
+    assert run_verb(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(candidate) in err[0], err
+    assert not (out / "match.json").exists()
+    shutil.copy(passing_net, candidate)
+    assert run_verb(argv) == 0, capsys.readouterr().err
+    identity = json.loads((out / "match.json").read_text())
+    assert identity["a_sha256"] == hashlib.sha256(candidate.read_bytes()).hexdigest()
+    # Each game's line names the network and the colour it won with, the SGF result's
+    # letter being the colour.
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("game ")]
+    assert len(lines) == 2
+    for line in lines:
+        found = re.search(r"network ([AB]) won with (Black|White) \(([BW])\+", line)
+        assert found and found.group(2)[0] == found.group(3), line
+
+
+def test_the_game_line_names_network_and_colour():
+    from leelaz.game.coords import BLACK, WHITE
+    from leelaz.selfplay.match import game_line
+
+    assert game_line(False, WHITE, "W+104.5") == "network B won with White (W+104.5)"
+    assert game_line(True, BLACK, "B+R") == "network A won with Black (B+R)"
+
+
 def test_a_folder_of_another_match_is_refused(tmp_path, passing_net):
     out = str(tmp_path / "m")
     play_match(SHIPPED, passing_net, out, max_games=1, visits=2, parallel=1, seed=1,

@@ -83,3 +83,41 @@ def test_elo():
     assert sprt.elo(50, 100) == 0.0
     assert sprt.elo(75, 100) == pytest.approx(400 * math.log10(3))
     assert sprt.elo(3, 3) == math.inf
+
+
+def _wilson(wins: int, games: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's interval as the roots in q of (q - p)^2 = z^2 q (1 - q) / n."""
+    p, z2 = wins / games, z * z
+    a, b, c = 1 + z2 / games, -(2 * p + z2 / games), p * p
+    root = math.sqrt(max(b * b - 4 * a * c, 0.0))
+    return (-b - root) / (2 * a), (-b + root) / (2 * a)
+
+
+def _elo_of(q: float) -> float:
+    return 400 * math.log10(q / (1 - q))
+
+
+def test_a_shutout_prints_a_finite_bound_not_inf():
+    """4-0: no `Elo +inf`, no `100.0%..100.0%`; the lower end of Wilson's interval,
+    4 / (4 + z^2) = 51.0%, is the bound."""
+    low, high = _wilson(4, 4)
+    assert low == pytest.approx(4 / (4 + 1.96 ** 2)) and high == pytest.approx(1.0)
+    assert sprt.score_interval(4, 4) == pytest.approx((1.0, low, 1.0))
+    text = sprt.elo_text(4, 4)
+    assert text.startswith(f"Elo > {_elo_of(low):+.0f} (") and "inf" not in text
+    assert sprt.elo_text(0, 4).startswith(f"Elo < {_elo_of(1 - low):+.0f} (")
+    low, high = _wilson(30, 40)
+    assert sprt.elo_text(30, 40) == \
+        f"Elo {_elo_of(0.75):+.0f} ({_elo_of(low):+.0f}..{_elo_of(high):+.0f})"
+
+
+def test_the_match_lines_after_a_shutout():
+    from leelaz.selfplay.match import MatchResult
+    from leelaz.tools.match_stats import summary
+
+    line = summary("engine1", 4, 4, True)
+    assert "100.0%..100.0%" not in line and "inf" not in line
+    assert f"(95% CI {100 * 4 / (4 + 1.96 ** 2):.1f}%..100.0%)" in line
+    result = MatchResult(wins=4, losses=0, draws=0, games=4, llr=sprt.llr(4, 0),
+                         decision=None, elo=sprt.elo(4, 4))
+    assert "inf" not in result.line() and "Elo > +7" in result.line()

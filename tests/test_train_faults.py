@@ -460,14 +460,14 @@ def test_every_train_option_has_help_and_required_ones_are_marked(capsys):
 
 
 def test_without_pytorch_the_one_install_hint_for_cpu_and_gpu(tmp_path, chunks):
-    from leelaz.training import torch_install_hint
+    from leelaz.install_hints import CPU_TORCH, GPU_TORCH, torch_install_hint
     got = verb_subprocess("import sys; sys.modules['torch'] = None",
                           ["--data", *chunks, "--out", tmp_path / "run", "--steps", "1"])
     assert got.returncode == 1
-    assert got.stderr.strip() == f"ERROR: leelaz train needs PyTorch. {torch_install_hint()}"
-    hint = torch_install_hint()
-    assert "--index-url https://download.pytorch.org/whl/cpu" in hint
-    assert "leelaz[torch]" in hint and "leelaz[train]" not in hint
+    assert got.stderr.strip() == ("ERROR: leelaz train needs PyTorch, which is not installed: "
+                                  f"{torch_install_hint()}")
+    assert CPU_TORCH.endswith("--index-url https://download.pytorch.org/whl/cpu")
+    assert torch_install_hint() in (CPU_TORCH, GPU_TORCH) and "leelaz[train]" not in GPU_TORCH
 
 
 class RecordingBar:

@@ -154,13 +154,15 @@ def _fabricate(run: Path) -> None:
                          "seconds": 3600.0},
             "train": {"candidate": cand1, "steps_done": 10, "done": True},
             "gate": {"gated": True, "done": True, "wins": 3, "losses": 1, "draws": 0,
-                     "games": 4, "llr": 0.5, "decision": None}}
+                     "games": 4, "llr": 0.5, "decision": None, "dir": "matches/g0001-x",
+                     "max_games": 400, "visits": 2, "seconds": 1.0}}
     gen2 = {"gen": 2, "best": cand1, "done": True, "promoted": False,
             "selfplay": {"dir": "selfplay/g0002-x", "games": 3, "done": True, "played": 3,
                          "seconds": 1800.0},
             "train": {"candidate": cand2, "steps_done": 20, "done": True},
             "gate": {"gated": True, "done": True, "wins": 0, "losses": 5, "draws": 0,
-                     "games": 5, "llr": -1.0, "decision": "H0"}}
+                     "games": 5, "llr": -1.0, "decision": "H0", "dir": "matches/g0002-x",
+                     "max_games": 400, "visits": 2, "seconds": 1.0}}
     for rec in (gen1, gen2):
         (run / "generations" / f"{rec['gen']:04d}.json").write_text(json.dumps(rec))
 
@@ -511,17 +513,71 @@ def test_a_generation_keeps_its_pass_rule_and_noise(tmp_path, off, key, flag):
     """--no-dumbpass plays a generation's self-play and match with Leela Zero's engine pass
     rules, --no-noise its self-play without root noise (neither flag in the SGFs' options, as
     autogtp writes them); the next generation, without the option, goes back to autogtp's -d
-    and -n. Matches play -d as self-play does (the server's matches) and never have noise."""
+    and -n once given it. Matches play -d as self-play does (the server's matches) and never
+    have noise."""
     requires("torch")
     run = tmp_path / "run"
     args = (*TINY, "--games-per-gen", "2", "--match-games", "2")
     first = zero(run, *args, off, "--generations", "1")
     assert first.returncode == 0, first.stderr
-    second = zero(run, *args, "--generations", "2")
+    # The run keeps its options (settings.json): the flag is turned back on by its other half.
+    on_flag = {"--no-dumbpass": "--dumbpass", "--no-noise": "--noise"}[off]
+    second = zero(run, *args, on_flag, "--generations", "2")
     assert second.returncode == 0, second.stderr
+    assert f"changed: {on_flag} (was {off} in {run / 'settings.json'})" in second.stderr
     for gen, on in ((1, False), (2, True)):
         rec = record(run, gen)
         in_match = on if key == "dumbpass" else False
         assert rec["selfplay"][key] is on and rec["gate"].get(key, False) is in_match
         assert _option_flags(run / rec["selfplay"]["dir"], flag) == {on}
         assert _option_flags(run / rec["gate"]["dir"], flag) == {in_match}
+
+
+def _tree(pid: int) -> dict[int, str]:
+    """{pid: command line} of every live descendant of pid."""
+    out, todo = {}, [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            if _alive(child):
+                try:
+                    out[child] = open(f"/proc/{child}/cmdline").read().replace("\0", " ")
+                except OSError:
+                    continue
+                todo.append(child)
+    return out
+
+
+def test_a_killed_ray_driver_takes_its_private_cluster_along(tmp_path):
+    """SIGKILL of `zero --ray auto` mid self-play: within 20 s no process it started (the
+    raylet, the GCS, Ray's agents, the workers) is left."""
+    need_ray()
+    run = tmp_path / "run"
+    env = _env()
+    env.pop("RAY_ADDRESS", None)
+    import tempfile
+    # A private cluster, never the machine's (its socket paths must stay under 108 bytes).
+    env["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="lzray", dir="/tmp")
+    proc = subprocess.Popen(ZERO + [str(run), *TINY, "--games-per-gen", "2", "--parallel",
+                                    "1", "--generations", "1", "--ray", "auto"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not list(run.glob("selfplay/*/j00")) or \
+                not any("DashboardAgent" in c for c in _tree(proc.pid).values()):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "self-play on Ray never started"
+            time.sleep(0.5)
+        tree = _tree(proc.pid)
+        assert [p for p, c in tree.items() if "raylet" in c.split(" ")[0]], tree
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while [p for p in tree if _alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    survivors = {p: c for p, c in tree.items() if _alive(p)}
+    for p in survivors:  # the test's own cleanup: nothing of this run may stay
+        os.kill(p, signal.SIGKILL)
+    import shutil
+    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    assert not survivors, f"outlived the killed driver by 20 s: {survivors}"

@@ -54,6 +54,7 @@ from leelaz.backends.base import (BOARD_SQUARES, HISTORY_LENGTH, INPUT_CHANNELS,
                                   MAILBOX_STRIDE, PACKED_KOMI_BYTES, PACKED_KOMI_FLAG,
                                   PACKED_ROW, POLICY_OUTPUTS, Backend, BackendUnavailable,
                                   ConvBN, Done, NetWeights)
+from leelaz.install_hints import torch_install_hint
 
 try:
     import torch
@@ -63,7 +64,7 @@ except ImportError:  # the registry reports it when the backend is asked for
 
 _B = 19
 #: What to install when torch is missing (the extra in pyproject.toml).
-INSTALL_HINT = "PyTorch is not installed: pip install 'leelaz[torch]'"
+INSTALL_HINT = f"PyTorch is not installed: {torch_install_hint()}"
 PRECISIONS = ("auto", "single", "half")
 #: The most rows whose graphs a backend captures when it is made: an engine's batches (16 on
 #: the clock, 32 in analysis). Self-play's and the network server's batches of hundreds of

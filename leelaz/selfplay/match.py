@@ -1,7 +1,8 @@
 """`play_match`: the server's gating match between two networks, games batched in a process.
 
 Owns: `play_match`, `MatchResult`, the shards of a match (`shard_of`, `shard_indices`), reading
-a match folder back (`tally`). Imports: selfplay.*, game.sgf, game.coords, files.
+a match folder back (`tally`). Imports: selfplay.*, game.sgf, game.coords, files,
+backends.weights (a network is checked to load before a folder is bound to it).
 
 Game `i` gives network A Black when i is even (colours alternate, as the server's tasks do);
 both sides get the same seed (autogtp's match line) and the match settings (`lz-gate`: 1600
@@ -75,7 +76,8 @@ class MatchResult:
     def line(self) -> str:
         verdict = {sprt_rule.H1: "H1 (A is stronger)", sprt_rule.H0: "H0 (A is not stronger)",
                    None: "no decision"}[self.decision]
-        return (f"A {self.wins} - {self.losses} B ({self.games} games, Elo {self.elo:+.0f}); "
+        return (f"A {self.wins} - {self.losses} B ({self.games} games, "
+                f"{sprt_rule.elo_text(self.wins, self.games)}); "
                 f"SPRT(0,35) LLR {self.llr:.3f}: {verdict}")
 
 
@@ -105,11 +107,30 @@ def play_match(weights_a: str, weights_b: str, out_dir: str, *, max_games: int,
     except StoreError as exc:
         raise SelfplayError(str(exc)) from None
     try:
+        if not os.path.exists(os.path.join(store.folder, "match.json")):
+            for path in (weights_a, weights_b):  # before the folder is bound to them
+                _check_loads(path)
         _check_same_match(store.folder, weights_a, weights_b, settings)
         return _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress,
                     shard)
+    except OSError as exc:  # a full disk or a read-only folder under result.json, match.json
+        raise SelfplayError(f"cannot write the match to {store.folder}: "
+                            f"{exc.strerror or exc}") from None
     finally:
         store.close()
+
+
+def _check_loads(path: str) -> None:
+    """SelfplayError naming the file unless it loads as a network: match.json binds the
+    folder to the files' sha256, so it is published only for networks that load (a file
+    fixed after a failed start is then still this folder's match)."""
+    from leelaz.backends.weights import WeightsError, load_weights
+
+    try:
+        load_weights(path)
+    except (OSError, WeightsError, ValueError, EOFError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise SelfplayError(f"cannot load weights {path}: {text}") from None
 
 
 def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progress, shard):
@@ -170,7 +191,7 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
         a_won = (game.winner == BLACK) == a_is_black(index)
         now = _publish(folder, weights_a, weights_b, sprt)
         if progress:
-            warn(f"game {now.games}: {'A' if a_won else 'B'} won ({game.result}); "
+            warn(f"game {now.games}: {game_line(a_won, game.winner, game.result)}; "
                  f"{now.line()}")
         if sprt and now.decision is not None:
             runner.finish_soft()
@@ -179,6 +200,13 @@ def _run(settings, weights_a, weights_b, store, max_games, sprt, parallel, progr
     stats = runner.run()
     return _publish(folder, weights_a, weights_b, sprt, seconds=time.monotonic() - began,
                     moves=stats.moves)
+
+
+def game_line(a_won: bool, winner: int, result: str) -> str:
+    """`network B won with White (W+104.5)`: the network, its colour, then the SGF result,
+    whose letter is the colour (never the network)."""
+    colour = "Black" if winner == BLACK else "White"
+    return f"network {'A' if a_won else 'B'} won with {colour} ({result})"
 
 
 def a_is_black(index: int) -> bool:

@@ -1,6 +1,7 @@
 """The Leela Zero server's gating rule: its SPRT, and the 400-game / 55 % rule beside it.
 
-Owns: `llr`, `decide`, `Decision` values, `elo`. Imports: stdlib only.
+Owns: `llr`, `decide`, `Decision` values, `elo`, `elo_text` and the score interval it
+rests on (`score_interval`, which `leelaz match` prints too). Imports: stdlib only.
 
 Read from leela-zero-server's classes/utilities.js (LLR, SPRTold, SPRT): H0 Elo 0,
 H1 Elo 35, alpha = beta = 0.05, no draws (each game is a win or a loss of the candidate).
@@ -81,3 +82,37 @@ def elo(wins: float, games: int) -> float:
     if p >= 1.0:
         return math.inf
     return 400.0 * math.log10(p / (1.0 - p))
+
+
+def score_interval(wins: float, games: int, z: float = 1.96) -> tuple[float, float, float]:
+    """Score p = wins / games and its 95% interval by Wilson's score method (Wilson 1927).
+
+    The textbook normal interval p +- z sqrt(p (1 - p) / n) collapses to a point at a
+    shutout (4-0 gives 100.0%..100.0%, as if four games proved anything); Wilson's stays
+    inside [0, 1], is honest at the ends (4-0: 51.0%..100%) and near the normal one in the
+    middle."""
+    if games <= 0:
+        return 0.5, 0.0, 1.0
+    p = wins / games
+    z2 = z * z
+    centre = (p + z2 / (2 * games)) / (1 + z2 / games)
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / games + z2 / (4 * games * games)) \
+        / (1 + z2 / games)
+    return p, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def elo_text(wins: float, games: int) -> str:
+    """`Elo +191 (+40..+398)`, the estimate and its 95% interval; after a shutout, which has
+    no finite estimate, the one bound the games give: `Elo > +7 (95% bound; 4-0 has no
+    finite estimate)`. Never `inf`."""
+    if games <= 0:
+        return "Elo ? (no games)"
+    p, low, high = score_interval(wins, games)
+    if p >= 1.0:
+        return f"Elo > {elo(low * games, games):+.0f} (95% bound; a shutout has no finite " \
+               "estimate)"
+    if p <= 0.0:
+        return f"Elo < {elo(high * games, games):+.0f} (95% bound; a shutout has no finite " \
+               "estimate)"
+    return (f"Elo {elo(wins, games):+.0f} ({elo(low * games, games):+.0f}.."
+            f"{elo(high * games, games):+.0f})")

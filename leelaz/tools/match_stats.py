@@ -1,27 +1,23 @@
 """The statistics of a match: score with its interval, Elo, and the sequential test (SPRT).
 
-Owns: the arithmetic `leelaz match` prints after every game and at the end. Imports: stdlib.
+Owns: the arithmetic `leelaz match` prints after every game and at the end. Imports: stdlib,
+leelaz.selfplay.sprt (the score interval and the Elo line, shared with the gating match).
 """
 
 from __future__ import annotations
 
 import math
 
+# The score's interval and the Elo line are the gating rule's, so both verbs print one way.
+from leelaz.selfplay.sprt import elo_text, score_interval  # noqa: F401 (leelaz match's)
+
 #: The SPRT `leelaz match --sprt` runs: H0 elo 0 against H1 elo 35, alpha = beta = 0.05.
 SPRT_ELO0, SPRT_ELO1 = 0.0, 35.0
 
 
-def score_interval(wins: float, games: int, z: float = 1.96) -> tuple[float, float, float]:
-    """Score p = wins / games and its normal-approximation 95% interval, clipped to [0, 1]."""
-    if games == 0:
-        return 0.5, 0.0, 1.0
-    p = wins / games
-    half = z * math.sqrt(max(p * (1 - p), 0.0) / games)
-    return p, max(0.0, p - half), min(1.0, p + half)
-
-
 def elo(p: float) -> float:
-    """Elo difference for score p: 400 log10(p / (1 - p)) (infinite at 0 and 1)."""
+    """Elo difference for score p: 400 log10(p / (1 - p)) (infinite at 0 and 1; print it
+    with `elo_text`, which never shows `inf`)."""
     if p <= 0.0:
         return -math.inf
     if p >= 1.0:
@@ -52,8 +48,7 @@ def summary(name1: str, wins: float, games: int, sprt: bool) -> str:
     """`name1: 30/40 = 75.0% (95% CI ..), Elo +191 (..)` and, with sprt, the test's state."""
     p, lo, hi = score_interval(wins, games)
     text = (f"{name1}: {wins:g}/{games} = {100 * p:.1f}% "
-            f"(95% CI {100 * lo:.1f}%..{100 * hi:.1f}%), "
-            f"Elo {elo(p):+.0f} ({elo(lo):+.0f}..{elo(hi):+.0f})")
+            f"(95% CI {100 * lo:.1f}%..{100 * hi:.1f}%), {elo_text(wins, games)}")
     if sprt:
         llr = sprt_llr(int(wins), games - int(wins))
         low, high = sprt_bounds()

@@ -2,7 +2,7 @@
 
 Owns: the verb's command line (one option per TrainConfig field; `--data` and `--val` take
 several files, folders or glob patterns after one flag). Imports: click, training
-(torch_install_hint), training.train_config; training.trainer (PyTorch) only when a run starts,
+training.train_config, leelaz.install_hints; training.trainer (PyTorch) only when a run starts,
 so `--help` works without PyTorch and a missing PyTorch is one line saying what to install.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from leelaz.tools import ToolError
-from leelaz.training import torch_install_hint
+from leelaz.install_hints import torch_install_hint
 from leelaz.training.train_config import TrainConfig, TrainingError
 
 D = TrainConfig(data=[], out_dir="")  # the defaults
@@ -129,7 +129,8 @@ def command(data, val, no_amp, no_progress, **options) -> int:
     except ImportError as exc:
         if "torch" not in str(exc):
             raise
-        raise ToolError(f"leelaz train needs PyTorch. {torch_install_hint()}") from None
+        raise ToolError("leelaz train needs PyTorch, which is not installed: "
+                        f"{torch_install_hint()}") from None
     from leelaz.backends.weights import WeightsError
 
     try:

@@ -5,24 +5,38 @@
     leelaz zero runs/z1 --ray auto          # self-play and matches as Ray tasks
     leelaz zero runs/z1 --status            # the generation table and runs/z1/status.png
     leelaz zero runs/z1 --ladder            # promoted networks vs fixed references, Elo
+    leelaz zero runs/z1 --repair            # set damaged records aside, rewrite `best`
 
 Owns: the command line, its checks (each bad input is one `ERROR: ...` line on stderr and exit
-status 1, before anything in DIR is changed), creating the starting network, and wiring the run
-folder, the executor and the loop together. The loop itself is leelaz.zero.loop.
+status 1, before anything in DIR is changed; so is any error of the filesystem, such as a full
+disk, and a job that failed for good), the options kept in DIR/settings.json, creating the
+starting network, and wiring the run folder, the executor and the loop together. The loop
+itself is leelaz.zero.loop.
 
-Imports: click, leelaz.tools (ToolError), leelaz.zero.*, leelaz.backends.random_weights (the
-seeded random starting network).
+Settings: the options given on the command line are stored in DIR/settings.json, and a later
+run of DIR uses them for every option it does not give, so that "the same command" without
+every flag is still the same run; an option given again with another value replaces the stored
+one and is said aloud, one line each. Options left at their defaults are not stored (the
+machine-sized defaults follow the machine).
+
+Imports: click, leelaz.tools (ToolError), leelaz.zero.*, leelaz.install_hints,
+leelaz.backends.random_weights (the seeded random starting network).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import sys
 
 import click
+from click.core import ParameterSource
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
+from leelaz.files import write_text_atomic
+from leelaz.install_hints import torch_install_hint
 from leelaz.tools import ToolError
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
@@ -31,6 +45,12 @@ from leelaz.zero.rundir import (RunDir, RunError, network_id, network_size,
                                  network_text)
 
 DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
+#: The options kept in DIR/settings.json (how the run plays and trains; not what it is,
+#: which run.json fixes, nor what this invocation does: --generations, --ray, --status...).
+STORED = ("visits", "match_visits", "games_per_gen", "window", "steps", "batch", "lr",
+          "checkpoint_seconds", "gate", "match_games", "parallel", "max_moves",
+          "dumbpass", "noise", "workers", "worker_cpus", "cpu_only", "gpu", "backend")
+SETTINGS = "settings.json"
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -97,22 +117,106 @@ def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int,
             tmp.unlink()
 
 
-def run_zero(directory: str, opts: dict) -> int:
+def check_installed(opts: dict) -> None:
+    """RunError with the install line when a part the run needs is missing: PyTorch (the
+    trainer, unless only self-play is asked; not with --ray HOST:PORT, whose trainer runs on
+    the cluster) and Ray (with --ray), before anything starts."""
+    if opts["ray"] is not None:
+        from leelaz.zero.ray_executor import import_ray
+        import_ray()
+    if not opts.get("selfplay_only") and opts["ray"] in (None, "auto") and \
+            importlib.util.find_spec("torch") is None:
+        raise RunError("leelaz zero trains its networks with PyTorch, which is not "
+                       f"installed: {torch_install_hint()}")
+
+
+def _long(param, value=True) -> str:
+    """The long name of an option (of a flag, the half that gives `value`)."""
+    names = param.opts if value or not param.secondary_opts else param.secondary_opts
+    return max(names, key=len)
+
+
+def apply_stored_settings(run: RunDir, opts: dict, given: set[str], params: dict,
+                          say=None) -> dict:
+    """opts with DIR/settings.json's values for the options not given; the given ones
+    stored (a changed one said aloud). `params`: the command's click parameters by name,
+    to check a stored value as if it had been typed."""
+    say = say or _say
+    path = run.root / SETTINGS
+    stored: dict = {}
+    if path.exists():
+        try:
+            raw = json.loads(path.read_text())
+            if not isinstance(raw, dict):
+                raise ValueError(f"it holds a {type(raw).__name__}")
+            for name, value in raw.items():
+                if name not in STORED:
+                    continue
+                param = params[name]
+                if param.multiple:
+                    if not isinstance(value, list):
+                        raise ValueError(f"{name} is {value!r:.40}, not a list")
+                    stored[name] = tuple(param.type.convert(v, param, None) for v in value)
+                elif value is None or isinstance(value, (dict, list)):
+                    raise ValueError(f"{name} is {value!r:.40}")
+                else:
+                    stored[name] = param.type.convert(value, param, None)
+        except (OSError, ValueError, click.BadParameter) as exc:
+            text = getattr(exc, "strerror", None) or (exc.format_message() if isinstance(
+                exc, click.BadParameter) else str(exc))
+            raise RunError(f"{path} is damaged ({text}); delete it (the defaults and the "
+                           "options you give then apply)") from None
+    merged, keep = dict(opts), dict(stored)
+    for name in STORED:
+        value = opts[name]
+        if name in given:
+            if name in stored and stored[name] != value:
+                param = params[name]
+                if param.is_flag and param.secondary_opts:
+                    said = f"{_long(param, value)} (was {_long(param, stored[name])}"
+                else:
+                    said = f"{_long(param, value)} {_shown(value)} (was {_shown(stored[name])}"
+                say(f"changed: {said} in {path})")
+            keep[name] = value
+        elif name in stored:
+            merged[name] = stored[name]
+    if keep != stored or (keep and not path.exists()):
+        write_text_atomic(path, json.dumps({k: list(v) if isinstance(v, tuple) else v
+                                            for k, v in sorted(keep.items())}, indent=1) + "\n")
+    return merged
+
+
+def _shown(value) -> str:
+    if isinstance(value, tuple):
+        return " ".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
+             params: dict | None = None) -> int:
     run = RunDir(os.path.abspath(directory))
     if opts["status"]:
         return show_status(run)
     if opts.get("ladder"):  # the fixed ladder (leelaz.zero.ladder), not the loop
         from leelaz.zero.ladder import run_ladder
         return run_ladder(run, opts, _say)
-    opts["gate_rule"] = _gate_rule(opts)
-    if opts["ray"] is not None:
-        from leelaz.zero.ray_executor import import_ray
-        import_ray()  # say what to install before touching DIR
+    if opts.get("repair"):
+        return repair(run)
+    _gate_rule(opts)  # a bad --gate is one line before DIR changes
+    if opts.get("no_gate"):  # the older spelling of --gate none, stored as such
+        opts["gate"], given = "none", set(given) | {"gate"}
+    check_installed(opts)  # say what to install before touching DIR
     if opts.get("start") is not None and opts["weights"] is not None:
         raise RunError("give -w or --start, not both")
     size = _check_start(run, opts["size"], opts["weights"], opts.get("start"))
     run.check_usable()
     run.lock()
+    if run.exists():  # every record checked before anything starts or is written
+        run.generations()
+        run.best()
+    if params is not None:
+        opts = apply_stored_settings(run, opts, set(given), params)
+    opts["gate_rule"] = _gate_rule(opts)  # a bare rerun's stored --gate included
     executor = None
     try:
         if opts["ray"] is not None:
@@ -175,6 +279,21 @@ def _settings(opts: dict, executor) -> Settings:
                     cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
                     network_backend=opts.get("backend") or "auto", progress=not opts["quiet"],
                     selfplay_only=opts["selfplay_only"])
+
+
+def repair(run: RunDir) -> int:
+    """--repair: set damaged generation records aside and rewrite a damaged `best`."""
+    if not run.exists():
+        raise RunError(f"{run.root} is not a leelaz zero run (no run.json)")
+    run.check_links()
+    run.lock()
+    done = run.repair()
+    for line in done:
+        run.log("repair: " + line)
+        _say(line)
+    _say(("repaired" if done else "nothing to repair") +
+         f"; run leelaz zero {run.root} to continue")
+    return 0
 
 
 def status_table(run: RunDir) -> str:
@@ -259,7 +378,8 @@ def show_status(run: RunDir) -> int:
 @click.option("--ray", default=None, metavar="auto|ADDRESS",
               help="Run self-play and matches on Ray: 'auto' (this machine's cluster, else a "
                    "private one) or a cluster's HOST:PORT.")
-@click.option("--cpu-only", is_flag=True, help="Self-play and matches without OpenCL.")
+@click.option("--cpu-only/--no-cpu-only", default=False,
+              help="Self-play and matches without OpenCL [default: --no-cpu-only].")
 @click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
               help="OpenCL device(s) for self-play and matches (repeatable).")
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
@@ -292,10 +412,28 @@ def show_status(run: RunDir) -> int:
               help="Ladder: the GNU Go levels played.")
 @click.option("--status", is_flag=True,
               help="Print the generation table, write DIR/status.png (Elo plot) and exit.")
-def command(directory: str, **opts) -> int:
-    """Self-play, train, gate and promote networks in DIR, resuming whatever is there."""
+@click.option("--repair", is_flag=True,
+              help="Set damaged generation records aside (their generations are played "
+                   "again, their games kept), rewrite a damaged DIR/best from the records, "
+                   "and exit.")
+@click.pass_context
+def command(ctx: click.Context, directory: str, **opts) -> int:
+    """Self-play, train, gate and promote networks in DIR, resuming whatever is there.
+
+    The options given are kept in DIR/settings.json: a later run of DIR without them uses
+    them again."""
+    given = {name for name in STORED
+             if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)}
+    params = {p.name: p for p in ctx.command.params}
     try:
-        return run_zero(directory, opts)
+        return run_zero(directory, opts, given, params)
+    except MemoryError:
+        what = f"--size {opts['size']}" if opts.get("size") else "this run"
+        raise ToolError(f"{what}: not enough memory (a smaller network, or fewer "
+                        "--parallel games, fits)") from None
+    except OSError as exc:  # a full disk, a read-only folder, a vanished file
+        where = exc.filename or directory
+        raise ToolError(f"{where}: {exc.strerror or exc}") from None
     except (RunError, JobFailed) as exc:
         first, _, rest = str(exc).partition("\n")
         if rest and RunDir(directory).exists():  # the details (a traceback) go to the log

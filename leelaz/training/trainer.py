@@ -371,6 +371,13 @@ def plain_copy(net: LeelaNet) -> LeelaNet:
 
 # ---- the run ------------------------------------------------------------------------------
 
+
+def metrics_line(m: dict) -> str:
+    """One line of metrics.jsonl. A non-finite figure (a diverging loss) is written as null:
+    Python's bare NaN and Infinity are not JSON, and other readers refuse the line."""
+    return json.dumps({k: None if isinstance(v, float) and not math.isfinite(v) else v
+                       for k, v in m.items()}, allow_nan=False) + "\n"
+
 class _Run:
     """One training run: the network, its optimizer, the data and the counters."""
 
@@ -489,7 +496,7 @@ class _Run:
             raise diverged("the loss is", self.counters["step"])
         try:
             with open(self.metrics_path, "a") as f:
-                f.write(json.dumps(m) + "\n")
+                f.write(metrics_line(m))
         except OSError as exc:
             raise TrainingError(f"cannot write {self.metrics_path}: {exc.strerror or exc}") \
                 from None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -151,13 +152,35 @@ class ZeroLoop:
         return record
 
     def generation(self, record: dict) -> None:
-        if not record.get("selfplay", {}).get("done"):
-            self.selfplay(record)
-        if not record.get("train", {}).get("done"):
-            self.train(record)
-        if not record.get("gate", {}).get("done"):
-            self.gate(record)
+        with self._way_out(record, "self-play"):
+            if not record.get("selfplay", {}).get("done"):
+                self.selfplay(record)
+        with self._way_out(record, "training"):
+            if not record.get("train", {}).get("done"):
+                self.train(record)
+        with self._way_out(record, "gating match"):
+            if not record.get("gate", {}).get("done"):
+                self.gate(record)
         self.promote(record)
+
+    @contextmanager
+    def _way_out(self, record: dict, phase: str):
+        """A job that failed for good says where the details are and how to get out of a
+        run that would fail the same way on every rerun (a broken network, say)."""
+        try:
+            yield
+        except JobFailed as exc:
+            first, _, rest = str(exc).partition("\n")
+            gen = record["gen"]
+            redo = [self.run.generation_path(gen)]
+            if phase != "self-play":
+                redo.append(self.run.train_dir(gen))
+            raise JobFailed(
+                f"generation {gen}'s {phase} failed: {first}; details in "
+                f"{self.run.root / 'log.txt'}. Rerun to retry; if it fails the same way, "
+                f"delete {' and '.join(str(p) for p in redo)} to play generation {gen} "
+                "again from its games, or write an earlier network's id (networks/) into "
+                f"{self.run.root / 'best'}" + ("\n" + rest if rest else "")) from None
 
     def _seed(self, gen: int, part: int) -> int:
         return (self.info.seed * 1_000_003 + gen * 1_009 + part) % 2**63
@@ -165,7 +188,7 @@ class ZeroLoop:
     # ---- 1. self-play ---------------------------------------------------------------------
     def selfplay(self, record: dict) -> None:
         gen, best = record["gen"], record["best"]
-        folder = self.run.selfplay_dir(gen, best)
+        folder = self.run.inside(self.run.selfplay_dir(gen, best), "self-play folder")
         sp = record.setdefault("selfplay", {})
         if "jobs" not in sp:  # fixed once: a rerun with other --workers resumes the same jobs
             n, k = self.s.games_per_gen, max(1, min(self.s.workers, self.s.games_per_gen))
@@ -183,6 +206,10 @@ class ZeroLoop:
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
+        estimate = self._selfplay_estimate(gen, sp["visits"], target - before)
+        if estimate:
+            self.say(f"generation {gen}: {target - before} self-play games to play, "
+                     f"{estimate}")
         start = time.monotonic()
         bar = _Bar(target, f"gen {gen} self-play", before, self.s.progress)
         try:
@@ -209,6 +236,19 @@ class ZeroLoop:
                  f"{sp['playouts'] * per_second:.0f} playouts/s; "
                  f"{', '.join(sp['backends']) or 'backend not reported'})")
 
+    def _selfplay_estimate(self, gen: int, visits: int, games: int) -> str:
+        """`about 12 min at generation 3's pace`: the newest finished self-play at the same
+        visits, its games per second (all workers together); '' without one."""
+        for record in reversed(self.run.generations()):
+            sp = record.get("selfplay", {})
+            if record["gen"] < gen and sp.get("done") and sp.get("visits") == visits \
+                    and sp.get("played") and sp.get("seconds"):
+                seconds = games * sp["seconds"] / sp["played"]
+                shown = f"{seconds / 3600:.1f} h" if seconds >= 5400 else \
+                    f"{max(1, round(seconds / 60))} min"
+                return f"about {shown} at generation {record['gen']}'s pace"
+        return ""
+
     # ---- 2. training ----------------------------------------------------------------------
     def window(self, gen: int) -> tuple[list[str], int]:
         """Chunks of the newest `window` finished games up to generation `gen` (relative to
@@ -226,7 +266,7 @@ class ZeroLoop:
 
     def train(self, record: dict) -> None:
         gen, best = record["gen"], record["best"]
-        folder = self.run.train_dir(gen)
+        folder = self.run.inside(self.run.train_dir(gen), "training folder")
         folder.mkdir(parents=True, exist_ok=True)
         tr = record.setdefault("train", {})
         window_file = folder / "window.txt"
@@ -259,7 +299,7 @@ class ZeroLoop:
         gen, best, candidate = record["gen"], record["best"], record["train"]["candidate"]
         gate = record.setdefault("gate", {})
         if "gated" not in gate:
-            folder = self.run.match_dir(gen, candidate, best)
+            folder = self.run.inside(self.run.match_dir(gen, candidate, best), "match folder")
             rule = gate_rules.parse(self.s.gate_rule if self.s.gate else "none")
             gate.update(gated=rule.plays_match, rule=rule.text,
                         dir=str(folder.relative_to(self.run.root)),

@@ -16,6 +16,16 @@ The files are the results: workers write into the run folder (by atomic renames)
 therefore be on a filesystem every node sees; a job on a node without it fails with one clear
 line (jobs.SharedFolderMissing).
 
+Security of a private cluster (`--ray auto` where none runs): Ray 2.60's GCS and raylet
+listen on every interface and have no option to bind to the loopback only (`ray.init`'s
+`_node_ip_address="127.0.0.1"` is rewritten to the machine's address by Ray's
+`resolve_ip_for_localhost`), so what keeps others out is Ray's token authentication: added in
+Ray 2.52 behind RAY_AUTH_MODE=token, and on by default for a cluster that `ray.init()` starts
+since Ray 2.59 (its token in ~/.ray/auth_token), hence the minimum version. The dashboard (an
+HTTP server that runs jobs) is not started. A cluster the user names or started is theirs to
+secure. The private cluster's processes end with the driver: ray_reaper.py ends those that
+Ray's fate sharing leaves behind.
+
 Imports: ray (optional), leelaz.zero.jobs, leelaz.zero.rundir (RunError); stdlib.
 """
 
@@ -23,12 +33,17 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from typing import Callable
 
 from leelaz.zero.jobs import JOBS, JobFailed, TrainerActor
 from leelaz.zero.rundir import RunError
 
 INSTALL_HINT = "pip install 'leelaz[zero]'"
+#: The first Ray whose private cluster has token authentication on by default (pyproject's
+#: `zero` extra asks for it too).
+MIN_RAY = (2, 59)
 #: How many times Ray reruns a task or restarts the trainer whose process or node died.
 MAX_RETRIES = 3
 POLL_SECONDS = 1.0
@@ -41,7 +56,35 @@ def import_ray():
         import ray
     except ImportError:
         raise RunError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    version = str(getattr(ray, "__version__", "0"))
+    numbers = tuple(int(part) if part.isdigit() else 0 for part in version.split(".")[:2])
+    if numbers < MIN_RAY:
+        raise RunError(f"--ray needs Ray {'.'.join(map(str, MIN_RAY))} or newer (token "
+                       f"authentication), not {version}: pip install -U 'leelaz[zero]'")
     return ray
+
+
+def _running_cluster(ray) -> bool:
+    """Whether `ray.init()` would join a cluster (RAY_ADDRESS, or one `ray start` began on
+    this machine) rather than start a private one."""
+    if os.environ.get("RAY_ADDRESS"):
+        return True
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        return canonicalize_bootstrap_address(None) is not None  # as ray.init() decides
+    except Exception:  # a private API: if it changed or found nothing usable, start our own
+        return False
+
+
+def start_reaper() -> subprocess.Popen | None:
+    """ray_reaper.py watching this process (None where /proc is missing: not Linux)."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    return subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                          "ray_reaper.py"), str(os.getpid())],
+                            stdin=subprocess.PIPE, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _check_reachable(address: str) -> None:
@@ -70,12 +113,16 @@ class RayExecutor:
             _check_reachable(address)
         kwargs = dict(include_dashboard=False, log_to_driver=False,
                       runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+        self._reaper = None
         try:
             if address == "auto":
+                if not _running_cluster(self.ray):  # a private cluster: it ends with us
+                    self._reaper = start_reaper()
                 self.ray.init(**kwargs)
             else:
                 self.ray.init(address=address, **kwargs)
         except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError...
+            self._end_reaper()
             raise RunError(f"cannot start or join Ray ({address}): "
                            f"{' '.join(str(exc).split())[:300]}") from None
         self.gpus = float(self.ray.cluster_resources().get("GPU", 0.0))
@@ -146,3 +193,14 @@ class RayExecutor:
             self.ray.shutdown()
         except Exception:
             pass
+        self._end_reaper()
+
+    def _end_reaper(self) -> None:
+        """Close its pipe: it ends what ray.shutdown left, then exits."""
+        if self._reaper is not None:
+            self._reaper.stdin.close()
+            try:
+                self._reaper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self._reaper = None

@@ -11,15 +11,15 @@ Without gating there is no match and so no estimate.
 The fixed ladder's table and panels and the loop's health per generation come from
 leelaz.zero.ladder.
 
-Imports: leelaz.zero.rundir, leelaz.zero.ladder; matplotlib (optional, only for the plot).
+Imports: leelaz.zero.rundir, leelaz.zero.ladder, leelaz.files; matplotlib (optional, only for the plot).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import tempfile
 
+from leelaz.files import atomic_open
 from leelaz.zero.rundir import RunDir
 
 
@@ -127,13 +127,9 @@ def plot(run: RunDir, path: str | os.PathLike | None = None) -> str:
     ax.set_title(f"leelaz zero {run.root.name} ({run.info().size})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best")
-    fd, tmp = tempfile.mkstemp(prefix=".status.", suffix=".png.tmp", dir=os.path.dirname(path))
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
+        with atomic_open(path, "wb") as f:  # whole or not at all, with the user's umask
+            fig.savefig(f, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
