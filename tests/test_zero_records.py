@@ -259,13 +259,17 @@ def test_a_bare_rerun_keeps_the_options_and_a_change_is_said(tmp_path):
     assert "at 5 visits" in changed.stderr
     stored = json.loads((run / "settings.json").read_text())
     assert stored["visits"] == 5 and stored["match_games"] == 6 and stored["cpu_only"] is True
-    # A flag stored on is turned off by its other half.
-    assert json.loads((run / "settings.json").read_text()).get("no_gate") is None
-    zero(run, "--no-gate", "--generations", "0", "-q")
+    # The gate's rule is stored as given (--no-gate as its older spelling, --gate none), and
+    # a later --gate replaces it, said aloud.
+    assert json.loads((run / "settings.json").read_text())["gate"] == "lz"  # TINY's
+    ungated = zero(run, "--no-gate", "--generations", "0", "-q").stderr
+    assert f"changed: --gate none (was lz in {run / 'settings.json'})" in ungated
+    assert json.loads((run / "settings.json").read_text())["gate"] == "none"
     assert "no gating" in zero(run, "--generations", "0", "-q").stderr
-    gated = zero(run, "--gate", "--generations", "0", "-q").stderr
+    gated = zero(run, "--gate", "lz", "--generations", "0", "-q").stderr
     assert "SPRT gating" in gated
-    assert f"changed: --gate (was --no-gate in {run / 'settings.json'})" in gated
+    assert f"changed: --gate lz (was none in {run / 'settings.json'})" in gated
+    assert "SPRT gating" in zero(run, "--generations", "0", "-q").stderr
 
 
 def test_damaged_settings_are_one_line(tmp_path):
