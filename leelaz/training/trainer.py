@@ -2,8 +2,8 @@
 
 Owns: `train(...)` (the programmatic entry point) and `run(config)` with the loop; the
 settings are training.train_config's. Imports: torch, numpy, training.dataset,
-training.export, training.torch_model, training.train_config, backends.weights (to start
-from an existing network), leelaz.progress.
+training.export, training.torch_model (LeelaNet.from_file starts from an existing network),
+training.train_config, leelaz.progress.
 
 Data: Leela Zero training chunks (`*.gz` but not `*.sgf.gz`: dump_supervised / dump_training
 output), game packs (`*.npz.xz`, scripts/prepare_gpu_data.py) and SGF collections (`*.sgf`,
@@ -38,7 +38,6 @@ from dataclasses import asdict, fields
 import numpy as np
 import torch
 
-from leelaz.backends.weights import load_weights
 from leelaz.progress import progress
 from leelaz.training.dataset import ChunkPositions, GamePack, PositionSet, read_sgf_collection
 from leelaz.training.export import export_weights
@@ -195,11 +194,13 @@ def load_supervised(c: TrainConfig, device: torch.device):
 # ---- schedule, evaluation, checkpoints ------------------------------------------------------
 
 def learning_rate(c: TrainConfig, fraction_done: float) -> float:
-    """Linear warm-up over the first `warmup` fraction, then cosine down to lr_final."""
+    """Linear warm-up over the first `warmup` fraction, then cosine down to lr_final (never
+    above lr: a learning rate of 0 learns nothing)."""
     if fraction_done < c.warmup:
         return c.lr * max(fraction_done / c.warmup, 0.02)
     x = min(1.0, (fraction_done - c.warmup) / max(1e-9, 1.0 - c.warmup))
-    return c.lr_final + 0.5 * (c.lr - c.lr_final) * (1.0 + math.cos(math.pi * x))
+    final = min(c.lr_final, c.lr)
+    return final + 0.5 * (c.lr - final) * (1.0 + math.cos(math.pi * x))
 
 
 def autocast(device: torch.device, enabled: bool):
@@ -288,11 +289,14 @@ class _Run:
             _log(c, f"resumed {checkpoint}: step {self.counters['step']}, "
                  f"{self.counters['samples']} samples")
         elif c.init_weights:
-            weights = load_weights(c.init_weights)  # WeightsError names the file
-            if (weights.blocks, weights.filters) != (c.blocks, c.filters):
-                raise TrainingError(f"{c.init_weights} is {weights.blocks}x{weights.filters},"
+            try:  # beta restored from the file (train mode must see the same network)
+                net = LeelaNet.from_file(c.init_weights)  # WeightsError names the file
+            except ValueError as exc:
+                raise TrainingError(str(exc)) from None
+            if (net.blocks, net.filters) != (c.blocks, c.filters):
+                raise TrainingError(f"{c.init_weights} is {net.blocks}x{net.filters},"
                                     f" not {c.blocks}x{c.filters}")
-            self.net = LeelaNet.from_weights(weights)
+            self.net = net
             _log(c, f"starting from {c.init_weights}")
 
     def result(self) -> TrainResult:
