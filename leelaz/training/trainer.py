@@ -2,7 +2,7 @@
 
 Owns: `train(...)` (the programmatic entry point) and `run(config)` with the loop; the
 settings are training.train_config's. Imports: torch, numpy, training.dataset,
-training.export, training.torch_model (LeelaNet.from_file starts from an existing network),
+training.continuous, training.export, training.torch_model (LeelaNet.from_file starts from an existing network),
 training.train_config, leelaz.progress.
 
 Data: Leela Zero training chunks (`*.gz` but not `*.sgf.gz`: dump_supervised / dump_training
@@ -13,17 +13,22 @@ Without val, val_fraction of the games (of the positions, for chunks) is held ou
 
 Loss: policy cross-entropy + value_weight * value MSE (tanh scale, targets +-1); weight decay on
 conv/FC weights only (AdamW by default, decoupled; "sgd": Nesterov SGD with L2). Each batch gets
-a random symmetry per sample. Schedule: linear warm-up then cosine decay to lr_final over
-`steps` or `seconds` (whichever ends first), so a run cut by time still ends annealed. On CUDA:
-bf16 autocast and channels_last.
+a random symmetry per sample; the batch of a step depends on the seed and the step alone
+(continuous.BatchOrder). Schedule: linear warm-up then cosine decay to lr_final over
+`steps` or `seconds` (whichever ends first), so a run cut by time still ends annealed; or,
+with lr_schedule, the run's learning rate by its total step (the Zero loop's one continuing
+training). With swa_every the exported file is the average of the snapshots (Leela Zero's SWA,
+batch-norm statistics recomputed). On CUDA: bf16 autocast and channels_last.
 
-Every checkpoint_seconds, and at the end, the model (checkpoint.pt) and the weights file are
-written atomically to out_dir. Two ways to go on from a checkpoint:
+Every checkpoint_seconds (and checkpoint_steps), and at the end, the weights file and then the
+model (checkpoint.pt: optimizer state, counters, snapshot average) are written atomically to
+out_dir (export_name may be an absolute path elsewhere). Two ways to go on from a checkpoint:
 - `resume_from=PATH` (`leelaz train --resume`): a warm restart; `steps` more steps, the
   schedule starts again.
 - `continue_run=True` (`train(..., resume=True)`, the default there): out_dir's own
   checkpoint, if any, and `steps` is the run's total, so a killed run is finished rather than
-  repeated, and a finished one returns at once. The schedule goes on where it was.
+  repeated, and a finished one returns at once. The schedule, the optimizer and the batches
+  go on where they were: resumed, the run draws the batches the uninterrupted run drew.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ import numpy as np
 import torch
 
 from leelaz.progress import progress
+from leelaz.training.continuous import (BatchOrder, SnapshotAverage, parse_lr_schedule,
+                                        recompute_batch_norm, scheduled_lr)
 from leelaz.training.dataset import ChunkPositions, GamePack, PositionSet, read_sgf_collection
 from leelaz.training.export import export_weights
 from leelaz.training.torch_model import LeelaNet, loss_terms
@@ -75,6 +82,12 @@ def run(config: TrainConfig) -> TrainResult:
         raise TrainingError("give a number of steps or seconds")
     if not config.data:
         raise TrainingError("no training data given")
+    if config.lr_schedule is not None:
+        try:
+            parse_lr_schedule(config.lr_schedule)
+        except ValueError as exc:
+            raise TrainingError(f"learning-rate schedule {config.lr_schedule!r}: {exc}") \
+                from None
     return _Run(config).go()
 
 
@@ -191,6 +204,20 @@ def load_supervised(c: TrainConfig, device: torch.device):
     return train.to(device), val.to(device)
 
 
+def load_external(c: TrainConfig, device: torch.device):
+    """The fixed external validation set (games: SGF collections or packs, first val_games
+    of them), or None."""
+    if not c.val_external:
+        return None
+    missing = [p for p in c.val_external if not os.path.isfile(p)]
+    if missing:
+        raise TrainingError(f"{missing[0]}: no such file")
+    pack = load_pack(c.val_external)
+    if c.val_games and pack.games > c.val_games:
+        pack = pack.select(np.arange(c.val_games))
+    return PositionSet.from_pack(pack, workers=c.workers).to(device)
+
+
 # ---- schedule, evaluation, checkpoints ------------------------------------------------------
 
 def learning_rate(c: TrainConfig, fraction_done: float) -> float:
@@ -231,11 +258,13 @@ def evaluate(net, val, sample: torch.Tensor, batch: int, device, amp: bool) -> d
             "val_value_mse": sq / max(sq_n, 1.0), "val_positions": len(sample)}
 
 
-def save_checkpoint(path: str, net, optimizer, counters: dict, config: TrainConfig) -> None:
-    """Model, optimizer and counters, written atomically."""
+def save_checkpoint(path: str, net, optimizer, counters: dict, config: TrainConfig,
+                    swa: SnapshotAverage | None = None) -> None:
+    """Model, optimizer, counters (and the snapshot average), written atomically."""
     tmp = f"{path}.tmp{os.getpid()}"
     torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                 "counters": counters, "args": asdict(config),
+                "swa": swa.state_dict() if swa is not None else None,
                 "blocks": net.blocks, "filters": net.filters}, tmp)
     os.replace(tmp, path)
 
@@ -269,7 +298,12 @@ class _Run:
         torch.manual_seed(c.seed)
         self.net = LeelaNet(c.blocks, c.filters)
         self.optimizer_state = None
+        self.swa_state = None
+        self.schedule = parse_lr_schedule(c.lr_schedule) if c.lr_schedule is not None else None
         self._start_from()
+        self.swa = SnapshotAverage(self.net, c.swa_max) if c.swa_every else None
+        if self.swa is not None and self.swa_state is not None:
+            self.swa.load_state_dict(self.swa_state)
 
     def _start_from(self) -> None:
         """Checkpoint (continued or warm restart), an existing network, or random."""
@@ -286,6 +320,7 @@ class _Run:
             self.counters.update(ck["counters"])
             if checkpoint == self.ckpt_path and c.continue_run:
                 self.optimizer_state = ck.get("optimizer")
+                self.swa_state = ck.get("swa")
             _log(c, f"resumed {checkpoint}: step {self.counters['step']}, "
                  f"{self.counters['samples']} samples")
         elif c.init_weights:
@@ -315,10 +350,12 @@ class _Run:
         left = self.steps_left()
         if left is not None and left <= 0:  # a finished run: make sure its file is there
             if not os.path.isfile(self.export_path):
-                export_weights(plain_copy(self.net), self.export_path)
+                train_set = load_sets(c, self.device)[0] if self.swa is not None else None
+                self._export(train_set)
             return self.result()
         self.counters["runs"] += 1
         train_set, val_set = load_sets(c, self.device)  # before CUDA: the replay forks
+        self.external = load_external(c, self.device)
         self._prepare(val_set)
         self._loop(train_set, left)
         return self.result()
@@ -345,6 +382,10 @@ class _Run:
         vgen = torch.Generator(device="cpu").manual_seed(12345)  # the same sample every run
         n_val = min(c.val_positions, len(val_set))
         self.val_sample = torch.randperm(len(val_set), generator=vgen)[:n_val].to(device)
+        if self.external is not None:
+            n_ext = min(c.val_positions, len(self.external))
+            self.external_sample = torch.randperm(len(self.external),
+                                                  generator=vgen)[:n_ext].to(device)
 
     def _fraction_done(self, step_in_run: int, seconds: float) -> float:
         c = self.config
@@ -359,6 +400,10 @@ class _Run:
     def _report(self, extra: dict) -> None:
         c = self.config
         m = evaluate(self.net, self.val, self.val_sample, 4 * c.batch, self.device, self.amp)
+        if self.external is not None:  # a fixed set (e.g. strong human games): ext_*
+            ext = evaluate(self.net, self.external, self.external_sample, 4 * c.batch,
+                           self.device, self.amp)
+            m.update({"ext_" + k[len("val_"):]: v for k, v in ext.items()})
         m.update(extra)
         m.update({"step": self.counters["step"], "samples": self.counters["samples"]})
         with open(self.metrics_path, "a") as f:
@@ -367,9 +412,30 @@ class _Run:
         _log(c, " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in m.items()))
 
-    def _checkpoint(self) -> None:
-        save_checkpoint(self.ckpt_path, self.net, self.opt, self.counters, self.config)
-        export_weights(plain_copy(self.net), self.export_path)
+    def _checkpoint(self, train_set) -> None:
+        """The weights file first, then the checkpoint: a checkpoint that says a run is
+        finished is never newer than its file."""
+        self._export(train_set)
+        save_checkpoint(self.ckpt_path, self.net, self.opt, self.counters, self.config,
+                        self.swa)
+
+    def _export(self, train_set) -> None:
+        """The network, or with swa_every the average of its snapshots, with batch-norm
+        statistics recomputed on `bn_batches` training batches (Leela Zero's swa_recalc_bn);
+        a run with no snapshot yet exports the network itself."""
+        if self.swa is None or self.swa.count == 0:
+            export_weights(plain_copy(self.net), self.export_path)
+            return
+        c = self.config
+        avg = self.swa.network(plain_copy(self.net)).to(self.device)
+
+        def batches():
+            order = BatchOrder(c.seed + 1, len(train_set), self.device)
+            for i in range(c.bn_batches):
+                yield train_set.batch(*order.at(self.counters["step"] + i, c.batch))[0]
+        with autocast(self.device, False):
+            recompute_batch_norm(avg, batches())
+        export_weights(plain_copy(avg), self.export_path)
 
     def _step(self, planes, target, z, mask) -> torch.Tensor:
         """One optimizer step; returns (policy loss, value loss, top-1) without syncing."""
@@ -387,12 +453,17 @@ class _Run:
             acc = (logits.argmax(1) == target.argmax(1)).float().mean()
             return torch.stack([policy_loss.detach(), value_loss.detach(), acc])
 
+    def _lr(self, fraction_done: float) -> float:
+        """The run's schedule at its current step, or warm-up and cosine over this call."""
+        c = self.config
+        if self.schedule is not None:
+            return scheduled_lr(self.schedule, self.counters["step"], c.warmup_steps)
+        return learning_rate(c, fraction_done)
+
     def _loop(self, train_set, left: int | None) -> None:
         c, device = self.config, self.device
-        gen = torch.Generator(device=device).manual_seed(c.seed + self.counters["runs"])
-        n_train = len(train_set)
-        perm = torch.randperm(n_train, device=device, generator=gen)
-        cursor = step_in_run = 0
+        order = BatchOrder(c.seed, len(train_set), device)
+        step_in_run = 0
         t_start = time.time()
         last_eval = last_ckpt = t_start
         sums, sums_n = torch.zeros(3, device=device), 0
@@ -400,36 +471,36 @@ class _Run:
         self.net.train()
         with progress(left, "training", unit="step", enabled=c.progress) as bar:
             while (done := self._fraction_done(step_in_run, time.time() - t_start)) < 1.0:
-                lr = learning_rate(c, done)
+                lr = self._lr(done)
                 for g in self.opt.param_groups:
                     g["lr"] = lr
-                if cursor + c.batch > n_train:
-                    perm = torch.randperm(n_train, device=device, generator=gen)
-                    cursor = 0
-                idx = perm[cursor:cursor + c.batch]
-                cursor += c.batch
-                sym = torch.randint(0, 8, (len(idx),), device=device, generator=gen)
+                # The batch of the run's step: the same after any resume (continuous.py).
+                idx, sym = order.at(self.counters["step"], c.batch)
                 sums += self._step(*train_set.batch(idx, sym))
                 sums_n += 1
                 step_in_run += 1
                 self.counters["step"] += 1
                 self.counters["samples"] += len(idx)
+                step = self.counters["step"]
+                if self.swa is not None and step % c.swa_every == 0:
+                    self.swa.add(self.net)
                 bar.update(1)
                 now = time.time()
                 if now - last_eval >= c.eval_seconds or (c.eval_steps
-                                                         and step_in_run % c.eval_steps == 0):
+                                                         and step % c.eval_steps == 0):
                     self._report(self._train_figures(sums, sums_n, lr, step_in_run, t_start))
                     sums.zero_()
                     sums_n = 0
                     last_eval = time.time()
-                if now - last_ckpt >= c.checkpoint_seconds:
+                if now - last_ckpt >= c.checkpoint_seconds or (
+                        c.checkpoint_steps and step % c.checkpoint_steps == 0):
                     self.counters["train_seconds"] += now - last_ckpt
-                    self._checkpoint()
+                    self._checkpoint(train_set)
                     last_ckpt = time.time()
         self.counters["train_seconds"] += time.time() - last_ckpt
-        final = self._train_figures(sums, sums_n, learning_rate(c, 1.0), step_in_run, t_start)
+        final = self._train_figures(sums, sums_n, lr, step_in_run, t_start)
         self._report({**final, "final": True})
-        self._checkpoint()
+        self._checkpoint(train_set)
         _log(c, f"wrote {self.ckpt_path} and {self.export_path} "
              f"({os.path.getsize(self.export_path)} bytes); {self.counters['step']} steps, "
              f"{self.counters['samples']} samples in all")
