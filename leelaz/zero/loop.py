@@ -61,7 +61,7 @@ class Settings:
     lr: float | None = None  # the run's constant learning rate; None: DEFAULT_LR
     lr_schedule: str | None = None  # "LR[,STEP:LR...]" by the run's total steps (wins over lr)
     warmup_steps: int = 100  # the run's first steps ramp the learning rate up
-    swa_snapshots: int = 8  # snapshots per generation into the exported average; 0: none
+    swa_snapshots: int = 16  # snapshots a generation into the average (~1 generation); 0: none
     holdout: int = 16  # one game in N of each generation is validation, never trained on
     val_sgf: tuple[str, ...] = ()  # a fixed external validation set (e.g. 9-dan games)
     val_games: int = 500  # games of val_sgf used
