@@ -277,3 +277,23 @@ def test_the_loop_goes_on_with_one_training_across_generations(tygem_dir, tmp_pa
     window = (run.train_dir(2) / "window.txt").read_text().split()
     assert len(window) == 2  # gen 2's game 0 and gen 1's game 0; no held-out game
     assert all("000001-" not in w for w in window)
+
+
+@pytest.mark.parametrize("args", [
+    ["train", "--data", "x.sgf", "--out", "{dir}", "--steps", "1", "--lr-schedule", "0.1,5"],
+    ["train", "--data", "x.sgf", "--out", "{dir}", "--steps", "1", "--val-external", "no.sgf"],
+    ["zero", "{dir}", "--lr-schedule", "0.01,100:fast"],
+    ["zero", "{dir}", "--reuse", "0"],
+    ["zero", "{dir}", "--val-sgf", "no-such.sgf"],
+])
+def test_bad_values_of_the_new_options_are_one_line_and_exit_1(args, tmp_path, capsys,
+                                                               monkeypatch):
+    from leelaz.tools import run_verb
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.sgf").write_text("(;GM[1]SZ[19];B[pd];W[dp])\n")
+    folder = tmp_path / "out"
+    assert run_verb([a.replace("{dir}", str(folder)) for a in args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ERROR: "), err
+    assert not (folder / "run.json").exists()

@@ -141,7 +141,7 @@ def _split_chunk_positions(train: ChunkPositions, fraction: float):
 
 def load_sets(c: TrainConfig, device: torch.device):
     """(train positions, validation positions) on `device`."""
-    missing = [p for p in c.data + c.val if not os.path.isfile(p)]
+    missing = [p for p in c.data + c.val + c.val_external if not os.path.isfile(p)]
     if missing:
         raise TrainingError(f"{missing[0]}: no such file")
     t0 = time.time()
@@ -209,9 +209,6 @@ def load_external(c: TrainConfig, device: torch.device):
     of them), or None."""
     if not c.val_external:
         return None
-    missing = [p for p in c.val_external if not os.path.isfile(p)]
-    if missing:
-        raise TrainingError(f"{missing[0]}: no such file")
     pack = load_pack(c.val_external)
     if c.val_games and pack.games > c.val_games:
         pack = pack.select(np.arange(c.val_games))
