@@ -90,7 +90,9 @@ class ListCommand(click.Command):
               help="Folder for checkpoint.pt, the weights file and metrics.jsonl.")
 @click.option("--export-name", default=None, help="Default: leelaz-BxF.txt.gz.")
 @click.option("--init-weights", default=None, metavar="FILE",
-              help="Start from this Leela Zero weights file (version 1).")
+              help="Start from this Leela Zero weights file (version 1; batch norm's shift "
+                   "restored as Leela Zero's tfprocess.py does). With --continue: only while "
+                   "--out has no checkpoint yet.")
 @click.option("--resume", "resume_from", default=None, metavar="CHECKPOINT",
               help="Start from a checkpoint.pt: its weights and counters, --steps more steps, "
                    "the schedule starting again (a warm restart).")

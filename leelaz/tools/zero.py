@@ -152,7 +152,8 @@ def run_zero(directory: str, opts: dict) -> int:
         settings = _settings(opts, executor)
         _say(f"leelaz zero {run.root}: {info.size}, best {run.best()[:12]}, "
              f"{executor.describe()}; {settings.games_per_gen} games/generation at "
-             f"{settings.visits} visits, window {settings.window or 'growing'} games, "
+             f"{settings.visits} visits, window "
+             f"{f'{settings.window} games' if settings.window else 'growing'}, "
              f"{settings.steps or f'{settings.reuse:g} x new positions / batch'} "
              f"steps of {settings.batch}, " + ("SPRT gating" if settings.gate else "no gating"))
         ZeroLoop(run, info, settings, executor, _say).run_until_done()
