@@ -278,6 +278,15 @@ def test_the_loop_goes_on_with_one_training_across_generations(tygem_dir, tmp_pa
     assert len(window) == 2  # gen 2's game 0 and gen 1's game 0; no held-out game
     assert all("000001-" not in w for w in window)
 
+    # The loop killed after the trainer finished, before the record said so: the rerun
+    # trains nothing more and takes the same candidate and figures.
+    again = json.loads(json.dumps(second))
+    again["train"].pop("done")
+    loop.train(again)
+    assert again["train"]["steps_done"] == tr2["steps_done"]
+    assert again["train"]["candidate"] == tr2["candidate"]
+    assert again["train"]["metrics"] == tr2["metrics"]
+
 
 @pytest.mark.parametrize("args", [
     ["train", "--data", "x.sgf", "--out", "{dir}", "--steps", "1", "--lr-schedule", "0.1,5"],

@@ -2,8 +2,8 @@
 
 Owns: `train(...)` (the programmatic entry point) and `run(config)` with the loop; the
 settings are training.train_config's. Imports: torch, numpy, training.dataset,
-training.continuous, training.export, training.torch_model (LeelaNet.from_file starts from an existing network),
-training.train_config, leelaz.progress.
+training.continuous, training.export, training.torch_model (LeelaNet.from_file starts from an
+existing network), training.train_config, leelaz.progress.
 
 Data: Leela Zero training chunks (`*.gz` but not `*.sgf.gz`: dump_supervised / dump_training
 output), game packs (`*.npz.xz`, scripts/prepare_gpu_data.py) and SGF collections (`*.sgf`,

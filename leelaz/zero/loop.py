@@ -33,6 +33,7 @@ leelaz.progress.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -346,12 +347,10 @@ class ZeroLoop:
         start = time.monotonic()
         result = self.executor.train(spec)
         candidate = self.run.add_network(result["weights_path"])
-        metrics = {k: v for k, v in (result.get("metrics") or {}).items()
-                   if k.startswith(("val_", "ext_", "train_"))}
+        reported = result.get("metrics") or self._final_report(result["steps_done"])
+        metrics = {k: v for k, v in reported.items() if k.startswith(("val_", "ext_", "train_"))}
         tr.update(candidate=candidate, steps_done=result["steps_done"], done=True,
-                  seconds=tr["seconds"] + time.monotonic() - start)
-        if metrics or "metrics" not in tr:  # a finished trainer rerun reports none
-            tr["metrics"] = metrics
+                  seconds=tr["seconds"] + time.monotonic() - start, metrics=metrics)
         self.run.save_generation(record)
         shown = " ".join(f"{k} {metrics[k]:.3f}" for k in ("val_top1", "val_policy_ce",
                                                            "val_value_mse", "ext_top1",
@@ -359,6 +358,16 @@ class ZeroLoop:
                          if k in metrics)
         self.say(f"generation {gen}: candidate {candidate[:12]} after "
                  f"{result['steps_done']} steps" + (f" ({shown})" if shown else ""))
+
+    def _final_report(self, step: int) -> dict:
+        """The trainer's last report at `step` from its metrics.jsonl: a trainer that had
+        finished before the loop was killed reports nothing when asked again."""
+        try:
+            lines = (self.run.root / "train" / "run" / "metrics.jsonl").read_text().splitlines()
+            last = json.loads(lines[-1]) if lines else {}
+        except (OSError, ValueError):
+            return {}
+        return last if last.get("step") == step else {}
 
     def _newest_chunks(self, record: dict) -> list[str]:
         """This generation's training chunks (held-out games excluded), relative to DIR."""
