@@ -67,9 +67,9 @@ class BatchOrder:
     The samples form one stream: sample k of the run is position perm_e[k mod n] with
     e = k // n and perm_e a permutation seeded by (seed, e), so every position is seen once
     per pass; a step's symmetries come from a generator seeded by (seed, step). Both depend
-    only on the seed and the step, never on how many times the run was started, so a run
-    resumed from its checkpoint draws exactly the batches the uninterrupted run drew. The
-    current pass's permutation is kept on the device (one randperm per pass, not per step).
+    only on the seed and the step (and the device kind), never on how many times the run was
+    started, so a run resumed from its checkpoint draws exactly the batches the uninterrupted
+    run drew. The current pass's permutation is kept on the device (one randperm per pass).
     """
 
     def __init__(self, seed: int, n: int, device):
@@ -94,8 +94,11 @@ class BatchOrder:
             take = min(self.n - offset, first + batch - k)
             parts.append(self._permutation(epoch)[offset:offset + take])
             k += take
-        g = torch.Generator().manual_seed((self.seed * 1_000_033 + 7 * step + 1) % 2**63)
-        symmetries = torch.randint(0, 8, (batch,), generator=g).to(self.device)
+        # Drawn on the device by its own generator: a copy from the host would wait for the
+        # GPU at every step.
+        g = torch.Generator(device=self.device)
+        g.manual_seed((self.seed * 1_000_033 + 7 * step + 1) % 2**63)
+        symmetries = torch.randint(0, 8, (batch,), generator=g, device=self.device)
         return torch.cat(parts), symmetries
 
 
