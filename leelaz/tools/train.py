@@ -16,7 +16,7 @@ from leelaz.training.train_config import TrainConfig, TrainingError
 
 D = TrainConfig(data=[], out_dir="")  # the defaults
 #: Options that take every following argument up to the next option.
-LIST_OPTIONS = ("--data", "--val")
+LIST_OPTIONS = ("--data", "--val", "--val-external")
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EPILOG = """\b
 Data: *.gz Leela Zero chunks (selfplay, dump_supervised, dump_training), *.npz.xz game packs
@@ -102,13 +102,32 @@ class ListCommand(click.Command):
 @click.option("--export-name", default=None, metavar="NAME",
               help="Name of the weights file in --out (default: leelaz-BxF.txt.gz).")
 @click.option("--init-weights", default=None, metavar="FILE",
-              help="Start from this Leela Zero weights file (version 1).")
+              help="Start from this Leela Zero weights file (version 1; batch norm's shift "
+                   "restored as Leela Zero's tfprocess.py does). With --continue: only while "
+                   "--out has no checkpoint yet.")
 @click.option("--resume", "resume_from", default=None, metavar="CHECKPOINT",
               help="Start from a checkpoint.pt: its weights and counters, --steps more steps, "
                    "the schedule starting again (a warm restart).")
 @click.option("--continue", "continue_run", is_flag=True,
               help="Go on from --out's checkpoint.pt until --steps steps in all (a killed run "
                    "is finished, not repeated).")
+@click.option("--lr-schedule", default=None, metavar="LR[,STEP:LR...]",
+              help="The run's learning rate by its total step count, e.g. 0.002,20000:0.0005 "
+                   "(no warm-up or cosine; with --continue the schedule goes on across calls).")
+@click.option("--warmup-steps", type=click.IntRange(0, None), default=D.warmup_steps,
+              help="With --lr-schedule: ramp the learning rate up over the run's first N steps.")
+@click.option("--checkpoint-steps", type=click.IntRange(0, None), default=D.checkpoint_steps,
+              help="Also save the checkpoint and the weights every N steps.")
+@click.option("--swa-every", type=click.IntRange(0, None), default=D.swa_every,
+              help="Export an average of snapshots taken every N steps (Leela Zero's SWA; "
+                   "batch-norm statistics recomputed) instead of the network itself.")
+@click.option("--swa-max", type=click.IntRange(1, None), default=D.swa_max, show_default=True,
+              help="The average weighs about the last N snapshots.")
+@click.option("--bn-batches", type=click.IntRange(1, None), default=D.bn_batches,
+              show_default=True, help="Batches that recompute the average's batch-norm "
+                                      "statistics.")
+@click.option("--val-external", multiple=True, metavar="FILE...",
+              help="A fixed held-out set of games (SGF or packs), reported as ext_* metrics.")
 @click.option("--eval-seconds", type=click.FloatRange(0, None, min_open=True),
               default=D.eval_seconds, show_default=True,
               help="Evaluate on the held-out positions (metrics.jsonl) this often.")
@@ -122,6 +141,7 @@ def command(data, val, no_amp, no_progress, **options) -> int:
     """Train a Leela Zero network on game records and export it as a weights file."""
     if not options["steps"] and not options["seconds"]:
         raise click.UsageError("give --steps or --seconds")
+    options["val_external"] = list(options["val_external"])
     config = TrainConfig(data=list(data), val=list(val), amp=not no_amp,
                          progress=not no_progress, **options)
     try:

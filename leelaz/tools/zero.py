@@ -40,7 +40,7 @@ from leelaz.install_hints import torch_install_hint
 from leelaz.tools import ToolError
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
-from leelaz.zero.loop import WINDOW_GENERATIONS, Settings, ZeroLoop, machine_defaults
+from leelaz.zero.loop import Settings, ZeroLoop, machine_defaults
 from leelaz.zero.rundir import (RunDir, RunError, network_id, network_size,
                                  network_text)
 
@@ -48,7 +48,8 @@ DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
 #: The options kept in DIR/settings.json (how the run plays and trains; not what it is,
 #: which run.json fixes, nor what this invocation does: --generations, --ray, --status...).
 STORED = ("visits", "match_visits", "games_per_gen", "window", "steps", "batch", "lr",
-          "checkpoint_seconds", "gate", "match_games", "parallel", "max_moves",
+          "checkpoint_seconds", "lr_schedule", "reuse", "val_sgf", "gate", "match_games",
+          "parallel", "max_moves",
           "dumbpass", "noise", "workers", "worker_cpus", "cpu_only", "gpu", "backend")
 SETTINGS = "settings.json"
 
@@ -58,6 +59,32 @@ def parse_size(text: str) -> tuple[int, int]:
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
         raise RunError(f"--size {text!r}: give BLOCKSxFILTERS, e.g. 6x64")
     return int(match.group(1)), int(match.group(2))
+
+
+def _check_schedule(ctx, param, value):
+    from leelaz.training.continuous import parse_lr_schedule  # torch: only when given
+    try:
+        if value is not None:
+            parse_lr_schedule(value)
+    except ValueError as exc:
+        raise ToolError(f"--lr-schedule {value!r}: {exc}") from None
+    return value
+
+
+def _check_reuse(ctx, param, value):
+    try:
+        if float(value) > 0:
+            return float(value)
+    except ValueError:
+        pass
+    raise ToolError(f"--reuse {value!r}: give a number > 0")
+
+
+def _check_files(ctx, param, value):
+    for path in value:
+        if not os.path.isfile(path):
+            raise ToolError(f"--val-sgf {path}: no such file")
+    return tuple(os.path.abspath(p) for p in value)
 
 
 def _say(line: str) -> None:
@@ -217,6 +244,7 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
     if params is not None:
         opts = apply_stored_settings(run, opts, set(given), params)
     opts["gate_rule"] = _gate_rule(opts)  # a bare rerun's stored --gate included
+    opts["reuse"] = float(opts["reuse"])  # a stored one comes back as its text
     executor = None
     try:
         if opts["ray"] is not None:
@@ -235,7 +263,9 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
         settings = _settings(opts, executor)
         _say(f"leelaz zero {run.root}: {info.size}, best {run.best()[:12]}, "
              f"{executor.describe()}; {settings.games_per_gen} games/generation at "
-             f"{settings.visits} visits, window {settings.window} games, {settings.steps} "
+             f"{settings.visits} visits, window "
+             f"{f'{settings.window} games' if settings.window else 'growing'}, "
+             f"{settings.steps or f'{settings.reuse:g} x new positions / batch'} "
              f"steps of {settings.batch}, {opts['gate_rule'].describe()}")
         ZeroLoop(run, info, settings, executor, _say).run_until_done()
         _say(status_table(run))
@@ -266,11 +296,13 @@ def _settings(opts: dict, executor) -> Settings:
         has_gpu = not opts["cpu_only"] and local_gpu_present()
     sized = machine_defaults(has_gpu)
     pick = {k: opts[k] if opts.get(k) is not None else v for k, v in sized.items()}
-    window = opts["window"] or WINDOW_GENERATIONS * pick["games_per_gen"]
+    window = opts["window"]  # None: counted in positions, growing with the run
     return Settings(visits=opts["visits"], match_visits=opts["match_visits"],
                     games_per_gen=pick["games_per_gen"], generations=opts["generations"],
                     window=window, steps=pick["steps"], batch=pick["batch"],
                     lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
+                    lr_schedule=opts["lr_schedule"], reuse=opts["reuse"],
+                    val_sgf=tuple(opts["val_sgf"]),
                     gate=opts["gate_rule"].plays_match, gate_rule=opts["gate_rule"].text,
                     match_games=opts["match_games"],
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
@@ -328,13 +360,21 @@ def show_status(run: RunDir) -> int:
 @click.option("--generations", type=click.IntRange(0, None), default=None,
               help="Stop once the run has N generations [default: run until interrupted].")
 @click.option("--window", type=click.IntRange(1, None), default=None,
-              help="Train on the chunks of the newest N games [default: 8 generations' games].")
+              help="Train on the chunks of the newest N games [default: a window counted in "
+                   "positions that grows with the run].")
 @click.option("--steps", type=click.IntRange(1, None), default=None,
-              help="Training steps per generation [default: 1000 with a GPU, else 100].")
+              help="Training steps per generation [default: --reuse x the generation's new "
+                   "positions / --batch].")
+@click.option("--reuse", callback=_check_reuse, default="4", show_default=True, metavar="N",
+              help="Without --steps: times each position is drawn over its life in the window.")
 @click.option("--batch", type=click.IntRange(1, None), default=None,
               help="Training batch size [default: 256 with a GPU, else 64].")
 @click.option("--lr", type=click.FloatRange(0, None, min_open=True), default=None,
-              help="Learning rate [default: the trainer's].")
+              help="The run's constant learning rate [default: 0.001].")
+@click.option("--lr-schedule", callback=_check_schedule, default=None, metavar="LR[,STEP:LR...]",
+              help="The run's learning rate by its total training steps (wins over --lr).")
+@click.option("--val-sgf", multiple=True, callback=_check_files, metavar="FILE",
+              help="Fixed validation games (e.g. 9-dan SGFs) reported each generation.")
 @click.option("--checkpoint-seconds", type=click.FloatRange(0, None), default=None,
               help="How often the trainer saves its checkpoint [default: the trainer's].")
 @click.option("--size", default=None, metavar="BLOCKSxFILTERS",

@@ -1,7 +1,8 @@
 """Leela Zero's residual network in PyTorch, for training.
 
 Owns: the trainable model whose parameters map one to one onto a Leela Zero weights file
-(src/Network.cpp). Imports: torch only (the trainer's extra dependency).
+(src/Network.cpp). Imports: torch (the trainer's extra dependency); backends.weights
+lazily, to read a file's lines (from_file).
 
 Architecture, with F filters and B blocks (identical to the C++ engine's forward pass):
     input conv 3x3 18->F, BN, ReLU
@@ -40,8 +41,30 @@ class ConvBN(nn.Module):
         return self.bn(self.conv(x)) + self.beta.view(1, -1, 1, 1).to(x.dtype)
 
     @torch.no_grad()
+    def load_file_lines(self, weights, bias, mean, var) -> None:
+        """Set this layer from its four lines of a weights file (conv, bias, mean, variance).
+
+        As Leela Zero's `training/tf/tfprocess.py` (`replace_weights`) reads a file back for
+        training: the mean and variance are the file's, and the bias line, which export wrote
+        as beta * sqrt(var + eps), becomes beta again. The engine folds the bias into the mean
+        instead (backends/weights.py); that is the same function in eval mode, but in train
+        mode batch norm uses the batch's statistics in place of the mean and the learned shift
+        would be lost. Computed in float64 so that export -> load -> export gives the same
+        text."""
+        self.conv.weight.copy_(torch.from_numpy(
+            weights.reshape(self.conv.weight.shape).astype("float32")))
+        var64 = torch.from_numpy(var.astype("float64"))
+        beta = torch.from_numpy(bias.astype("float64")) / torch.sqrt(var64 + BN_EPSILON)
+        self.bn.running_mean.copy_(torch.from_numpy(mean.astype("float32")))
+        self.bn.running_var.copy_(var64.float())
+        self.beta.copy_(beta.float())
+
+    @torch.no_grad()
     def load_folded(self, weights, mean, scale) -> None:
-        """Set this layer from the engine's folded form: scale * (conv(x) - mean)."""
+        """Set this layer from the engine's folded form: scale * (conv(x) - mean).
+
+        The same network in eval mode only: the folded form has lost the split between the
+        bias and the mean, so beta is 0 and train mode differs (use LeelaNet.from_file)."""
         self.conv.weight.copy_(torch.from_numpy(weights.reshape(self.conv.weight.shape).copy()))
         self.bn.running_mean.copy_(torch.from_numpy(mean.astype("float32")))
         scale = torch.from_numpy(scale.astype("float64"))
@@ -103,14 +126,48 @@ class LeelaNet(nn.Module):
         return policy, value
 
     @classmethod
+    def from_file(cls, path: str) -> "LeelaNet":
+        """The network of a Leela Zero weights file, ready to train: batch norm's mean,
+        variance and beta restored from the file's lines (ConvBN.load_file_lines), so that it
+        gives the same outputs in train mode (batch statistics) as in eval mode, up to batch
+        noise. Raises backends.weights.WeightsError naming the file for a bad file, and
+        ValueError for a version 2 file (see from_weights)."""
+        from leelaz.backends.weights import parse_tensors, read_text
+
+        version, tensors = parse_tensors(read_text(path), path)
+        return cls.from_tensors(version, tensors, path)
+
+    @classmethod
+    def from_tensors(cls, version: int, tensors: list, source: str = "weights") -> "LeelaNet":
+        """The network of a weights file's checked lines (backends.weights.parse_tensors), in
+        the file order that export.network_tensors writes."""
+        if version != 1:
+            raise ValueError(f"{source}: version {version} networks cannot be trained here "
+                             "(only version 1)")
+        filters = tensors[1].size
+        blocks = (len(tensors) - 18) // 8
+        net = cls(blocks, filters)
+        lines = list(tensors)
+        with torch.no_grad():
+            for layer in net.conv_bns():
+                layer.load_file_lines(*(lines.pop(0) for _ in range(4)))
+            net.policy_conv.load_file_lines(*(lines.pop(0) for _ in range(4)))
+            _load_fc(net.policy_fc, lines.pop(0), lines.pop(0))
+            net.value_conv.load_file_lines(*(lines.pop(0) for _ in range(4)))
+            _load_fc(net.value_fc1, lines.pop(0), lines.pop(0))
+            _load_fc(net.value_fc2, lines.pop(0), lines.pop(0))
+        return net
+
+    @classmethod
     def from_weights(cls, weights) -> "LeelaNet":
-        """The network of a loaded Leela Zero weights file (backends.base.NetWeights), so that
-        training can start from an existing network; exporting it gives the same numbers.
+        """The network of a loaded Leela Zero weights file (backends.base.NetWeights), the
+        same in eval mode; for training use from_file, which restores beta.
 
         NetWeights holds batch norm folded as the engine uses it (mean - bias, and
         1/sqrt(var + eps)); here the mean is that folded mean, beta is 0 and the variance is
-        recovered from the scale, which computes the same function. Version 2 files (ELF's,
-        the value for Black) would train a value head of the wrong sign and are refused."""
+        recovered from the scale, which computes the same function in eval mode. Version 2
+        files (ELF's, the value for Black) would train a value head of the wrong sign and are
+        refused."""
         if weights.version != 1:
             raise ValueError(f"{weights.source or 'weights'}: version {weights.version} "
                              "networks cannot be trained here (only version 1)")
@@ -125,8 +182,7 @@ class LeelaNet(nn.Module):
             for fc, w, b in ((net.policy_fc, weights.policy_fc_w, weights.policy_fc_b),
                              (net.value_fc1, weights.value_fc1_w, weights.value_fc1_b),
                              (net.value_fc2, weights.value_fc2_w, weights.value_fc2_b)):
-                fc.weight.copy_(torch.from_numpy(w.reshape(fc.weight.shape).copy()))
-                fc.bias.copy_(torch.from_numpy(b.reshape(fc.bias.shape).copy()))
+                _load_fc(fc, w, b)
         return net
 
     def conv_bns(self) -> list[ConvBN]:
@@ -144,6 +200,11 @@ class LeelaNet(nn.Module):
         for name, p in self.named_parameters():
             (decay if name.endswith("weight") else no_decay).append(p)
         return decay, no_decay
+
+
+def _load_fc(fc: nn.Linear, weight, bias) -> None:
+    fc.weight.copy_(torch.from_numpy(weight.reshape(fc.weight.shape).astype("float32")))
+    fc.bias.copy_(torch.from_numpy(bias.reshape(fc.bias.shape).astype("float32")))
 
 
 def loss_terms(policy_logits: torch.Tensor, value: torch.Tensor, policy_target: torch.Tensor,

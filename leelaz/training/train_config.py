@@ -46,6 +46,16 @@ class TrainConfig:
     init_weights: str | None = None  # start from this Leela Zero weights file
     resume_from: str | None = None  # warm restart from this checkpoint
     continue_run: bool = False  # go on from out_dir's checkpoint up to `steps` in all
+    # One continuing run (leelaz.training.continuous): the learning rate as a function of the
+    # run's total step ("LR[,STEP:LR...]", no cosine), a linear ramp over its first steps, a
+    # checkpoint every N steps, and an average of snapshots taken every N steps exported.
+    lr_schedule: str | None = None
+    warmup_steps: int = 0
+    checkpoint_steps: int = 0
+    swa_every: int = 0  # 0: export the network itself
+    swa_max: int = 16  # Leela Zero's swa_max_n
+    bn_batches: int = 16  # batches that recompute the average's batch-norm statistics
+    val_external: list[str] = field(default_factory=list)  # a fixed set, reported as ext_*
     eval_seconds: float = 120.0
     eval_steps: int = 0  # also evaluate every N steps
     checkpoint_seconds: float = 150.0

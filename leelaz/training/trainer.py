@@ -2,8 +2,9 @@
 
 Owns: `train(...)` (the programmatic entry point) and `run(config)` with the loop; the
 settings are training.train_config's. Imports: torch, numpy, training.dataset,
-training.data_files, training.export, training.torch_model, training.train_config,
-backends.weights (to start from an existing network), leelaz.files, leelaz.progress.
+training.continuous, training.data_files, training.export, training.torch_model
+(LeelaNet.from_file starts from an existing network), training.train_config, leelaz.files,
+leelaz.progress.
 
 Data: Leela Zero training chunks (`*.gz` but not `*.sgf.gz`: dump_supervised / dump_training
 output), game packs (`*.npz.xz`, scripts/prepare_gpu_data.py) and SGF collections (`*.sgf`,
@@ -14,22 +15,27 @@ Without val, val_fraction of the games (of the positions, for chunks) is held ou
 
 Loss: policy cross-entropy + value_weight * value MSE (tanh scale, targets +-1); weight decay on
 conv/FC weights only (AdamW by default, decoupled; "sgd": Nesterov SGD with L2). Each batch gets
-a random symmetry per sample. Schedule: linear warm-up then cosine decay to lr_final over
-`steps` or `seconds` (whichever ends first), so a run cut by time still ends annealed. On CUDA:
-bf16 autocast and channels_last.
+a random symmetry per sample; the batch of a step depends on the seed and the step alone
+(continuous.BatchOrder). Schedule: linear warm-up then cosine decay to lr_final over
+`steps` or `seconds` (whichever ends first), so a run cut by time still ends annealed; or,
+with lr_schedule, the run's learning rate by its total step (the Zero loop's one continuing
+training). With swa_every the exported file is the average of the snapshots (Leela Zero's SWA,
+batch-norm statistics recomputed). On CUDA: bf16 autocast and channels_last.
 
-Every checkpoint_seconds, and at the end, the model (checkpoint.pt) and the weights file are
-written atomically to out_dir, the weights file first and the checkpoint recording its sha256,
-so a kill between the two never leaves a finished checkpoint beside an older weights file;
-temporaries that killed runs left are removed at start. A loss or network that stops being
-finite ends the run with one line and no export; so does data with nothing to train on (an
-untrained network is never exported). Checkpoints are read with weights_only=True.
+Every checkpoint_seconds (and checkpoint_steps), and at the end, the weights file and then the
+model (checkpoint.pt: optimizer state, counters, snapshot average) are written atomically to
+out_dir (export_name may be an absolute path elsewhere), the checkpoint recording the weights
+file's sha256, so a kill between the two never leaves a finished checkpoint beside an older
+weights file; temporaries that killed runs left are removed at start. A loss or network that
+stops being finite ends the run with one line and no export; so does data with nothing to
+train on (an untrained network is never exported). Checkpoints are read with weights_only=True.
 Two ways to go on from a checkpoint:
 - `resume_from=PATH` (`leelaz train --resume`): a warm restart; `steps` more steps, the
   schedule starts again.
 - `continue_run=True` (`train(..., resume=True)`, the default there): out_dir's own
   checkpoint, if any, and `steps` is the run's total, so a killed run is finished rather than
-  repeated, and a finished one returns at once. The schedule goes on where it was.
+  repeated, and a finished one returns at once. The schedule, the optimizer and the batches
+  go on where they were: resumed, the run draws the batches the uninterrupted run drew.
 """
 
 from __future__ import annotations
@@ -45,8 +51,9 @@ import numpy as np
 import torch
 
 from leelaz import files
-from leelaz.backends.weights import load_weights
 from leelaz.progress import progress
+from leelaz.training.continuous import (BatchOrder, SnapshotAverage, parse_lr_schedule,
+                                        recompute_batch_norm, scheduled_lr)
 from leelaz.training.data_files import check_pack, expand_data, reading
 from leelaz.training.dataset import ChunkPositions, GamePack, PositionSet, read_sgf_collection
 from leelaz.training.export import export_weights
@@ -86,6 +93,12 @@ def run(config: TrainConfig) -> TrainResult:
         raise TrainingError("give a number of steps or seconds")
     if not config.data:
         raise TrainingError("no training data given")
+    if config.lr_schedule is not None:
+        try:
+            parse_lr_schedule(config.lr_schedule)
+        except ValueError as exc:
+            raise TrainingError(f"learning-rate schedule {config.lr_schedule!r}: {exc}") \
+                from None
     return _Run(config).go()
 
 
@@ -144,6 +157,9 @@ def _split_chunk_positions(train: ChunkPositions, fraction: float):
 def load_sets(c: TrainConfig, device: torch.device):
     """(train positions, validation positions) on `device`."""
     c = replace(c, data=expand_data(c.data), val=expand_data(c.val))
+    missing = [p for p in c.val_external if not os.path.isfile(p)]
+    if missing:
+        raise TrainingError(f"{missing[0]}: no such file")
     t0 = time.time()
     chunks = [p for p in c.data if is_chunk(p)]
     if chunks:
@@ -219,14 +235,27 @@ def no_positions(train_games: int, held_out: int) -> str:
             f"out {held_out} for validation (give more games, or --val FILES)")
 
 
+def load_external(c: TrainConfig, device: torch.device):
+    """The fixed external validation set (games: SGF collections or packs, first val_games
+    of them), or None."""
+    if not c.val_external:
+        return None
+    pack = load_pack(c.val_external)
+    if c.val_games and pack.games > c.val_games:
+        pack = pack.select(np.arange(c.val_games))
+    return PositionSet.from_pack(pack, workers=c.workers).to(device)
+
+
 # ---- schedule, evaluation, checkpoints ------------------------------------------------------
 
 def learning_rate(c: TrainConfig, fraction_done: float) -> float:
-    """Linear warm-up over the first `warmup` fraction, then cosine down to lr_final."""
+    """Linear warm-up over the first `warmup` fraction, then cosine down to lr_final (never
+    above lr: a learning rate of 0 learns nothing)."""
     if fraction_done < c.warmup:
         return c.lr * max(fraction_done / c.warmup, 0.02)
     x = min(1.0, (fraction_done - c.warmup) / max(1e-9, 1.0 - c.warmup))
-    return c.lr_final + 0.5 * (c.lr - c.lr_final) * (1.0 + math.cos(math.pi * x))
+    final = min(c.lr_final, c.lr)
+    return final + 0.5 * (c.lr - final) * (1.0 + math.cos(math.pi * x))
 
 
 def autocast(device: torch.device, enabled: bool):
@@ -258,13 +287,15 @@ def evaluate(net, val, sample: torch.Tensor, batch: int, device, amp: bool) -> d
 
 
 def save_checkpoint(path: str, net, optimizer, counters: dict, config: TrainConfig,
-                    export: dict | None = None) -> None:
-    """Model, optimizer and counters, written completely or not at all (leelaz.files: its
-    temporary file is removed on any error). `export`: the name and sha256 of the weights file
-    written from this very model, so that a finished run can tell its own export."""
+                    export: dict | None = None, swa: SnapshotAverage | None = None) -> None:
+    """Model, optimizer, counters and the snapshot average, written completely or not at all
+    (leelaz.files: its temporary file is removed on any error). `export`: the name and sha256
+    of the weights file written from this very run, so that a finished run can tell its own
+    export."""
     with files.atomic_open(path, "wb") as f:
         torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                     "counters": counters, "args": asdict(config),
+                    "swa": swa.state_dict() if swa is not None else None,
                     "blocks": net.blocks, "filters": net.filters, "export": export}, f)
 
 
@@ -398,7 +429,12 @@ class _Run:
         torch.manual_seed(c.seed)
         self.net = LeelaNet(c.blocks, c.filters)
         self.optimizer_state = None
+        self.swa_state = None
+        self.schedule = parse_lr_schedule(c.lr_schedule) if c.lr_schedule is not None else None
         self._start_from()
+        self.swa = SnapshotAverage(self.net, c.swa_max) if c.swa_every else None
+        if self.swa is not None and self.swa_state is not None:
+            self.swa.load_state_dict(self.swa_state)
 
     def _start_from(self) -> None:
         """Checkpoint (continued or warm restart), an existing network, or random."""
@@ -421,14 +457,18 @@ class _Run:
             self.checkpoint_export = ck.get("export")
             if checkpoint == self.ckpt_path and c.continue_run:
                 self.optimizer_state = ck.get("optimizer")
+                self.swa_state = ck.get("swa")
             _log(c, f"resumed {checkpoint}: step {self.counters['step']}, "
                  f"{self.counters['samples']} samples")
         elif c.init_weights:
-            weights = load_weights(c.init_weights)  # WeightsError names the file
-            if (weights.blocks, weights.filters) != (c.blocks, c.filters):
-                raise TrainingError(f"{c.init_weights} is {weights.blocks}x{weights.filters},"
+            try:  # beta restored from the file (train mode must see the same network)
+                net = LeelaNet.from_file(c.init_weights)  # WeightsError names the file
+            except ValueError as exc:
+                raise TrainingError(str(exc)) from None
+            if (net.blocks, net.filters) != (c.blocks, c.filters):
+                raise TrainingError(f"{c.init_weights} is {net.blocks}x{net.filters},"
                                     f" not {c.blocks}x{c.filters}")
-            self.net = LeelaNet.from_weights(weights)
+            self.net = net
             _log(c, f"starting from {c.init_weights}")
 
     def result(self) -> TrainResult:
@@ -450,6 +490,7 @@ class _Run:
             return self.result()
         self.counters["runs"] += 1
         train_set, val_set = load_sets(c, self.device)  # before CUDA: the replay forks
+        self.external = load_external(c, self.device)
         self._prepare(val_set)
         self._loop(train_set, left)
         return self.result()
@@ -476,6 +517,10 @@ class _Run:
         vgen = torch.Generator(device="cpu").manual_seed(12345)  # the same sample every run
         n_val = min(c.val_positions, len(val_set))
         self.val_sample = torch.randperm(len(val_set), generator=vgen)[:n_val].to(device)
+        if self.external is not None:
+            n_ext = min(c.val_positions, len(self.external))
+            self.external_sample = torch.randperm(len(self.external),
+                                                  generator=vgen)[:n_ext].to(device)
 
     def _fraction_done(self, step_in_run: int, seconds: float) -> float:
         c = self.config
@@ -490,6 +535,10 @@ class _Run:
     def _report(self, extra: dict) -> None:
         c = self.config
         m = evaluate(self.net, self.val, self.val_sample, 4 * c.batch, self.device, self.amp)
+        if self.external is not None:  # a fixed set (e.g. strong human games): ext_*
+            ext = evaluate(self.net, self.external, self.external_sample, 4 * c.batch,
+                           self.device, self.amp)
+            m.update({"ext_" + k[len("val_"):]: v for k, v in ext.items()})
         m.update(extra)
         m.update({"step": self.counters["step"], "samples": self.counters["samples"]})
         if not all(math.isfinite(v) for v in m.values() if isinstance(v, float)):
@@ -504,21 +553,36 @@ class _Run:
         _log(c, " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in m.items()))
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self, train_set) -> None:
         """The weights file first, then the checkpoint that records it: a kill between the two
         leaves an older checkpoint, which a continued run trains on from, never a finished
         checkpoint beside an older weights file."""
-        export = self._export()
+        export = self._export(train_set)
         try:
             save_checkpoint(self.ckpt_path, self.net, self.opt, self.counters, self.config,
-                            export)
+                            export, self.swa)
         except OSError as exc:
             raise TrainingError(f"cannot write {self.ckpt_path}: {exc.strerror or exc}") \
                 from None
 
-    def _export(self) -> dict:
-        """Write the weights file (only a finite network); its name and sha256."""
-        net = plain_copy(self.net)
+    def _export(self, train_set) -> dict:
+        """Write the weights file (only a finite network): the network, or with swa_every the
+        average of its snapshots, with batch-norm statistics recomputed on `bn_batches`
+        training batches (Leela Zero's swa_recalc_bn); a run with no snapshot yet exports the
+        network itself. Returns the file's name and sha256."""
+        c = self.config
+        if self.swa is None or self.swa.count == 0:
+            net = plain_copy(self.net)
+        else:
+            avg = self.swa.network(plain_copy(self.net)).to(self.device)
+
+            def batches():
+                order = BatchOrder(c.seed + 1, len(train_set), self.device)
+                for i in range(c.bn_batches):
+                    yield train_set.batch(*order.at(self.counters["step"] + i, c.batch))[0]
+            with autocast(self.device, False):
+                recompute_batch_norm(avg, batches())
+            net = plain_copy(avg)
         if not all(bool(torch.isfinite(t).all()) for t in net.state_dict().values()
                    if t.is_floating_point()):
             raise diverged("the network's weights are", self.counters["step"])
@@ -533,11 +597,13 @@ class _Run:
     def _ensure_export(self) -> None:
         """A finished run's weights file is its checkpoint's network: written again unless it
         is the very file exported with the checkpoint (an older leelaz, killed between its
-        checkpoint and its export, left the previous export beside a finished checkpoint)."""
+        checkpoint and its export, left the previous export beside a finished checkpoint).
+        With snapshots the average's batch-norm statistics need the training data."""
         record = self.checkpoint_export or {}
         if record.get("sha256") is None or record.get("sha256") != \
                 file_sha256(self.export_path):
-            self._export()
+            needs_data = self.swa is not None and self.swa.count > 0
+            self._export(load_sets(self.config, self.device)[0] if needs_data else None)
 
     def _step(self, planes, target, z, mask) -> torch.Tensor:
         """One optimizer step; returns (policy loss, value loss, top-1) without syncing."""
@@ -555,12 +621,17 @@ class _Run:
             acc = (logits.argmax(1) == target.argmax(1)).float().mean()
             return torch.stack([policy_loss.detach(), value_loss.detach(), acc])
 
+    def _lr(self, fraction_done: float) -> float:
+        """The run's schedule at its current step, or warm-up and cosine over this call."""
+        c = self.config
+        if self.schedule is not None:
+            return scheduled_lr(self.schedule, self.counters["step"], c.warmup_steps)
+        return learning_rate(c, fraction_done)
+
     def _loop(self, train_set, left: int | None) -> None:
         c, device = self.config, self.device
-        gen = torch.Generator(device=device).manual_seed(c.seed + self.counters["runs"])
-        n_train = len(train_set)
-        perm = torch.randperm(n_train, device=device, generator=gen)
-        cursor = step_in_run = 0
+        order = BatchOrder(c.seed, len(train_set), device)
+        step_in_run = 0
         t_start = time.time()
         last_eval = last_ckpt = t_start
         sums, sums_n = torch.zeros(3, device=device), 0
@@ -568,15 +639,11 @@ class _Run:
         self.net.train()
         with progress(left, "training", unit="step", enabled=c.progress) as bar:
             while (done := self._fraction_done(step_in_run, time.time() - t_start)) < 1.0:
-                lr = learning_rate(c, done)
+                lr = self._lr(done)
                 for g in self.opt.param_groups:
                     g["lr"] = lr
-                if cursor + c.batch > n_train:
-                    perm = torch.randperm(n_train, device=device, generator=gen)
-                    cursor = 0
-                idx = perm[cursor:cursor + c.batch]
-                cursor += c.batch
-                sym = torch.randint(0, 8, (len(idx),), device=device, generator=gen)
+                # The batch of the run's step: the same after any resume (continuous.py).
+                idx, sym = order.at(self.counters["step"], c.batch)
                 sums += self._step(*train_set.batch(idx, sym))
                 sums_n += 1
                 step_in_run += 1
@@ -584,24 +651,28 @@ class _Run:
                     raise diverged("the loss is", self.counters["step"] + 1)
                 self.counters["step"] += 1
                 self.counters["samples"] += len(idx)
+                step = self.counters["step"]
+                if self.swa is not None and step % c.swa_every == 0:
+                    self.swa.add(self.net)
                 bar.update(1)
                 now = time.time()
                 if not c.steps and step_in_run % FINITE_CHECK_STEPS == 1:  # bounded by time
                     bar.set_postfix_str(f"{max(0.0, c.seconds - (now - t_start)):.0f} s left")
                 if now - last_eval >= c.eval_seconds or (c.eval_steps
-                                                         and step_in_run % c.eval_steps == 0):
+                                                         and step % c.eval_steps == 0):
                     self._report(self._train_figures(sums, sums_n, lr, step_in_run, t_start))
                     sums.zero_()
                     sums_n = 0
                     last_eval = time.time()
-                if now - last_ckpt >= c.checkpoint_seconds:
+                if now - last_ckpt >= c.checkpoint_seconds or (
+                        c.checkpoint_steps and step % c.checkpoint_steps == 0):
                     self.counters["train_seconds"] += now - last_ckpt
-                    self._checkpoint()
+                    self._checkpoint(train_set)
                     last_ckpt = time.time()
         self.counters["train_seconds"] += time.time() - last_ckpt
-        final = self._train_figures(sums, sums_n, learning_rate(c, 1.0), step_in_run, t_start)
+        final = self._train_figures(sums, sums_n, lr, step_in_run, t_start)
         self._report({**final, "final": True})
-        self._checkpoint()
+        self._checkpoint(train_set)
         _log(c, f"wrote {self.ckpt_path} and {self.export_path} "
              f"({os.path.getsize(self.export_path)} bytes); {self.counters['step']} steps, "
              f"{self.counters['samples']} samples in all")

@@ -83,17 +83,24 @@ def match_job(spec: dict) -> dict:
 
 
 def train_job(spec: dict) -> dict:
-    """Train the candidate from the best network on the window's chunks (resumable)."""
+    """Go on with the run's training in spec['out_dir'] up to spec['steps'] steps in all on
+    the window's chunks (from spec['init_weights'] when it has no checkpoint yet), and export
+    the candidate to spec['export_name'] (resumable: a rerun continues the checkpoint)."""
     from leelaz.training.trainer import train
 
     _check_run_folder(spec)
-    kwargs = _optional(spec, "lr", "checkpoint_seconds")
+    kwargs = _optional(spec, "lr", "checkpoint_seconds", "export_name", "lr_schedule",
+                       "warmup_steps", "swa_every", "val", "val_external", "val_games",
+                       "checkpoint_steps", "eval_steps", "eval_seconds", "bn_batches")
     result = train(spec["data"], spec["out_dir"], blocks=spec["blocks"],
                    filters=spec["filters"], init_weights=spec["init_weights"],
                    steps=spec["steps"], batch=spec["batch"], seed=spec["seed"],
                    device=spec.get("device", "auto"), resume=True,
                    progress=spec.get("progress", False), **kwargs)
-    return {"weights_path": os.fspath(result.weights_path), "steps_done": int(result.steps_done)}
+    metrics = {k: v for k, v in (result.metrics or {}).items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"weights_path": os.fspath(result.weights_path), "steps_done": int(result.steps_done),
+            "metrics": metrics}
 
 
 class TrainerActor:

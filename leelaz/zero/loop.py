@@ -4,16 +4,22 @@ One generation, as Leela Zero's server and autogtp did it between them, on one r
 1. self-play with the best network until the generation has `games_per_gen` finished games
    (split into one job per worker, each job in its own folder, so a rerun or a Ray retry of a
    job resumes exactly its own games);
-2. train a candidate from the best network on a sliding window of the most recent games'
-   chunks (LZ: the last 250k-500k games; here `window` games), `steps` steps; the window is
-   fixed in train/gNNNN/window.txt before training starts, so a resumed trainer sees the same
-   data as the one that was killed;
+2. go on with the run's one training (DIR/train/run: model, optimizer state, step count and
+   snapshot average, never restarted from the best network; the learning rate a schedule of
+   the run's total steps) on a window of the newest games' chunks, counted in positions and
+   growing with the run (KataGo's window; `window` games when given), for `reuse` draws per
+   new position (or `steps`); one game in `holdout` of each generation is never trained on
+   and the newest generation's are the validation set, with the fixed `val_sgf` games; the
+   candidate is the exported average of the recent snapshots (Leela Zero's SWA). The window,
+   the validation games and the step target are fixed in train/gNNNN before training
+   starts, so a resumed trainer sees the same data and stops at the same step;
 3. gate: a match candidate vs best decided by the run's rule (leelaz.zero.gate: the server's
    SPRT, Elo 0/35, alpha = beta = 0.05; a win rate over N games, KataGo's; or none, minigo and
    KataGo's style: every candidate is promoted); played by
    one job per worker into one folder (each its shard of the games; the SPRT's stop is the
    folder's, so together they are one match), the number of jobs fixed once as self-play's;
-4. promote: `best` names the candidate if it passed (H1), else it stays.
+4. promote: `best` names the candidate if it passed (H1), else it stays. The gate decides
+   only which network plays self-play: the training goes on either way.
 
 The generation record (generations/NNNN.json) is rewritten after each phase and is the only
 place that says a phase is done; `best` is rewritten before the record says "done", so a kill
@@ -28,6 +34,7 @@ leelaz.progress.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from contextlib import contextmanager
@@ -50,10 +57,18 @@ class Settings:
     match_visits: int = 1600  # gating match visits (the server's 1600)
     games_per_gen: int = 64  # new self-play games before each training
     generations: int | None = None  # stop when the run has this many; None = never
-    window: int = 512  # games (newest first) whose chunks the trainer samples
-    steps: int = 100  # training steps per generation
+    window: int | None = None  # games (newest first); None: window_size() of the positions
+    window_min: int = 100_000  # positions: the window holds everything up to this many
+    steps: int | None = 100  # training steps per generation; None: reuse x new positions
+    reuse: float = 4.0  # steps=None: samples drawn per new position over its life
     batch: int = 64  # training batch size
-    lr: float | None = None  # None: the trainer's default
+    lr: float | None = None  # the run's constant learning rate; None: DEFAULT_LR
+    lr_schedule: str | None = None  # "LR[,STEP:LR...]" by the run's total steps (wins over lr)
+    warmup_steps: int = 100  # the run's first steps ramp the learning rate up
+    swa_snapshots: int = 16  # snapshots a generation into the average (~1 generation); 0: none
+    holdout: int = 16  # one game in N of each generation is validation, never trained on
+    val_sgf: tuple[str, ...] = ()  # a fixed external validation set (e.g. 9-dan games)
+    val_games: int = 500  # games of val_sgf used
     checkpoint_seconds: float | None = None  # how often the trainer saves; None: its default
     gate: bool = True  # False: promote every candidate (no match)
     gate_rule: str = "lz"  # the gate's rule (leelaz.zero.gate): lz, winrate:P:N or none
@@ -72,11 +87,11 @@ class Settings:
 
 def machine_defaults(has_gpu: bool) -> dict:
     """Defaults sized for the machine: on a GPU many games in flight per worker (the batch
-    that feeds it), bigger generations and a longer training per generation; on CPUs small
-    ones, so that a generation takes minutes rather than hours."""
+    that feeds it), bigger generations and batches; on CPUs small ones, so that a generation
+    takes minutes rather than hours. Steps: None, from the new positions (steps_for)."""
     if has_gpu:
-        return dict(games_per_gen=256, parallel=64, steps=1000, batch=256)
-    return dict(games_per_gen=32, parallel=8, steps=100, batch=64)
+        return dict(games_per_gen=256, parallel=64, steps=None, batch=256)
+    return dict(games_per_gen=32, parallel=8, steps=None, batch=64)
 
 
 def match_parallel(parallel: int, shards: int) -> int:
@@ -88,9 +103,48 @@ def match_parallel(parallel: int, shards: int) -> int:
     return max(1, min(parallel, math.ceil((MIN_GAMES_TO_PASS + 1) / max(1, shards))))
 
 
-#: The default window, in generations' worth of games (minigo and KataGo grow theirs with the
-#: run; a fixed number of recent generations is the simple version of that).
+#: The default window, in generations' worth of games, where a window in games is asked for
+#: (tools/zero.py); without one the window is counted in positions (window_size).
 WINDOW_GENERATIONS = 8
+#: The run's constant learning rate when none is given (AdamW, batch 64-256).
+DEFAULT_LR = 0.001
+#: KataGo's window (python/shuffle.py): all rows up to c, then growing as
+#: c * (1 + beta * ((N / c)^alpha - 1) / alpha) with N the run's rows so far.
+WINDOW_ALPHA = 0.65
+WINDOW_BETA = 0.4
+#: One record of a Leela Zero training chunk is 19 lines (training/records.py).
+RECORD_LINES = 19
+
+
+def window_size(total: int, minimum: int) -> int:
+    """Positions in the window when the run has `total`: all of them up to `minimum`, then
+    KataGo's sub-linear growth, so the window follows the run without holding the first,
+    weakest games for ever."""
+    if total <= minimum:
+        return total
+    grown = ((total / minimum) ** WINDOW_ALPHA - 1.0) / WINDOW_ALPHA
+    return int(minimum * (1.0 + WINDOW_BETA * grown))
+
+
+def chunk_positions(path) -> int:
+    """Records in a (gzip) training chunk, counted by its lines."""
+    import gzip
+
+    try:
+        with gzip.open(path, "rb") as f:
+            return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b"")) \
+                // RECORD_LINES
+    except (OSError, EOFError):
+        return 0
+
+
+def steps_for(new_positions: int, reuse: float, batch: int) -> int:
+    """Training steps for a generation that adds `new_positions`: each position is drawn
+    about `reuse` times over its life in the window, whatever the window's size (a position
+    stays about window/new generations and is drawn steps*batch/window times in each), which
+    caps the reuse of a sample as KataGo does (4-8) and Leela Zero's one position in 16
+    (DOWN_SAMPLE, training/tf/parse.py) did."""
+    return max(1, math.ceil(reuse * new_positions / max(1, batch)))
 
 
 class _Bar:
@@ -250,49 +304,117 @@ class ZeroLoop:
         return ""
 
     # ---- 2. training ----------------------------------------------------------------------
-    def window(self, gen: int) -> tuple[list[str], int]:
-        """Chunks of the newest `window` finished games up to generation `gen` (relative to
-        DIR), and how many games they are."""
+    def held_out(self, index: int) -> bool:
+        """Whether game `index` (in finished_games order) of a generation is validation."""
+        return self.s.holdout > 0 and index % self.s.holdout == self.s.holdout - 1
+
+    def _games(self, record: dict, held_out: bool) -> list:
+        folder = self.run.root / record.get("selfplay", {}).get("dir", "-")
+        return [chunks for i, (_sgf, chunks) in enumerate(finished_games(folder))
+                if self.held_out(i) == held_out]
+
+    def window(self, gen: int, positions: int | None = None) -> tuple[list[str], int]:
+        """Chunks of the newest finished games up to generation `gen` (relative to DIR) that
+        are not held out, and how many games they are: `window` games, or without it games
+        until they hold `positions`."""
         chunks: list[str] = []
-        games = 0
+        games = counted = 0
         for record in reversed([r for r in self.run.generations() if r["gen"] <= gen]):
-            folder = self.run.root / record.get("selfplay", {}).get("dir", "-")
-            for _sgf, game_chunks in reversed(finished_games(folder)):
-                if games >= self.s.window:
+            for game_chunks in reversed(self._games(record, held_out=False)):
+                if self.s.window is not None and games >= self.s.window:
+                    return chunks, games
+                if self.s.window is None and positions is not None and counted >= positions:
                     return chunks, games
                 chunks += [str(c.relative_to(self.run.root)) for c in game_chunks]
+                counted += sum(chunk_positions(c) for c in game_chunks) \
+                    if self.s.window is None else 0
                 games += 1
         return chunks, games
 
+    def validation(self, record: dict) -> list[str]:
+        """The held-out games' chunks of generation `record` (relative to DIR)."""
+        return [str(c.relative_to(self.run.root))
+                for game_chunks in self._games(record, held_out=True) for c in game_chunks]
+
+    def _previous_train(self, gen: int) -> dict:
+        earlier = [r for r in self.run.generations() if r["gen"] < gen]
+        return earlier[-1].get("train", {}) if earlier else {}
+
     def train(self, record: dict) -> None:
+        """Go on with the run's one training (DIR/train/run: model, optimizer state, step
+        count, snapshot average) up to this generation's total step count, and take its
+        exported average as the candidate: never a restart from the best network, and the
+        learning rate is the run's schedule at its total step (Leela Zero's training never
+        restarted either, training/tf/tfprocess.py). The window, the validation games and
+        the step target are fixed in the record before training starts, so a trainer killed
+        and started again sees the same data and stops at the same step."""
         gen, best = record["gen"], record["best"]
         folder = self.run.inside(self.run.train_dir(gen), "training folder")
         folder.mkdir(parents=True, exist_ok=True)
         tr = record.setdefault("train", {})
-        window_file = folder / "window.txt"
-        if "steps" not in tr or not window_file.is_file():
-            chunks, games = self.window(gen)
+        window_file, val_file = folder / "window.txt", folder / "val.txt"
+        if "target_step" not in tr or not window_file.is_file() or not val_file.is_file():
+            before = self._previous_train(gen)
+            new = sum(chunk_positions(self.run.root / c)
+                      for c in self._newest_chunks(record))
+            total = before.get("positions_total", 0) + new
+            size = window_size(total, self.s.window_min)
+            chunks, games = self.window(gen, size)
+            val = self.validation(record)
             write_text_atomic(window_file, "".join(c + "\n" for c in chunks))
-            tr.update(steps=self.s.steps, batch=self.s.batch, window_games=games,
-                      window_chunks=len(chunks), seconds=0.0)
+            write_text_atomic(val_file, "".join(c + "\n" for c in val))
+            steps = self.s.steps or steps_for(new, self.s.reuse, self.s.batch)
+            tr.update(steps=steps, batch=self.s.batch, window_games=games,
+                      window_chunks=len(chunks), window_positions=size, new_positions=new,
+                      positions_total=total, val_chunks=len(val), seconds=0.0,
+                      target_step=before.get("target_step", 0) + steps,
+                      lr_schedule=self.s.lr_schedule or repr(self.s.lr or DEFAULT_LR),
+                      swa_every=max(1, steps // self.s.swa_snapshots)
+                      if self.s.swa_snapshots else 0)
             self.run.save_generation(record)
         data = [str(self.run.root / c) for c in window_file.read_text().split("\n") if c]
-        self.say(f"generation {gen}: training {tr['steps']} steps (batch {tr['batch']}) on "
-                 f"{tr['window_games']} games from {best[:12]}")
-        spec = dict(run_dir=str(self.run.root), data=data, out_dir=str(folder),
+        val = [str(self.run.root / c) for c in val_file.read_text().split("\n") if c]
+        self.say(f"generation {gen}: training {tr['steps']} steps (batch {tr['batch']}, up to "
+                 f"step {tr['target_step']} of the run) on {tr['window_games']} games")
+        spec = dict(run_dir=str(self.run.root), data=data, out_dir=str(self.run.root / "train"
+                                                                         / "run"),
+                    export_name=str(folder / f"leelaz-{self.info.size}.txt.gz"),
                     blocks=self.info.blocks, filters=self.info.filters,
-                    init_weights=str(self.run.network_path(best)), steps=tr["steps"],
-                    batch=tr["batch"], lr=self.s.lr, seed=self._seed(gen, 999),
-                    checkpoint_seconds=self.s.checkpoint_seconds,
+                    init_weights=str(self.run.network_path(best)), steps=tr["target_step"],
+                    batch=tr["batch"], lr_schedule=tr["lr_schedule"],
+                    warmup_steps=self.s.warmup_steps, swa_every=tr["swa_every"],
+                    val=val, val_external=list(self.s.val_sgf), val_games=self.s.val_games,
+                    seed=self.info.seed, checkpoint_seconds=self.s.checkpoint_seconds,
                     progress=self.s.progress and self.executor.name == "local")
         start = time.monotonic()
         result = self.executor.train(spec)
         candidate = self.run.add_network(result["weights_path"])
+        reported = result.get("metrics") or self._final_report(result["steps_done"])
+        metrics = {k: v for k, v in reported.items() if k.startswith(("val_", "ext_", "train_"))}
         tr.update(candidate=candidate, steps_done=result["steps_done"], done=True,
-                  seconds=tr["seconds"] + time.monotonic() - start)
+                  seconds=tr["seconds"] + time.monotonic() - start, metrics=metrics)
         self.run.save_generation(record)
+        shown = " ".join(f"{k} {metrics[k]:.3f}" for k in ("val_top1", "val_policy_ce",
+                                                           "val_value_mse", "ext_top1",
+                                                           "ext_policy_ce", "ext_value_mse")
+                         if k in metrics)
         self.say(f"generation {gen}: candidate {candidate[:12]} after "
-                 f"{result['steps_done']} steps")
+                 f"{result['steps_done']} steps" + (f" ({shown})" if shown else ""))
+
+    def _final_report(self, step: int) -> dict:
+        """The trainer's last report at `step` from its metrics.jsonl: a trainer that had
+        finished before the loop was killed reports nothing when asked again."""
+        try:
+            lines = (self.run.root / "train" / "run" / "metrics.jsonl").read_text().splitlines()
+            last = json.loads(lines[-1]) if lines else {}
+        except (OSError, ValueError):
+            return {}
+        return last if last.get("step") == step else {}
+
+    def _newest_chunks(self, record: dict) -> list[str]:
+        """This generation's training chunks (held-out games excluded), relative to DIR."""
+        return [str(c.relative_to(self.run.root))
+                for game_chunks in self._games(record, held_out=False) for c in game_chunks]
 
     # ---- 3. gating ------------------------------------------------------------------------
     def gate(self, record: dict) -> None:
