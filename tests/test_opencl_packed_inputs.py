@@ -58,15 +58,3 @@ def test_packed_positions_evaluate_as_the_host_planes_do(weights, precision, mon
             assert rel_error(g.policy, w.policy) < TOLERANCE[precision], (size, symmetry)
             assert abs(g.winrate - w.winrate) < TOLERANCE[precision], (size, symmetry)
     assert len(calls) == 10
-
-
-def test_selfcheck_sends_planes(weights):
-    """The self-check re-runs planes on NumPy, so a self-checking backend takes planes."""
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
-    backend = OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
-                            selfcheck=1.0)
-    assert not backend.accepts_packed_inputs
-    Network(weights, backend).evaluate(random_game_positions(3, seed=4), symmetry=0,
-                                       read_cache=False)
