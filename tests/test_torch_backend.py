@@ -11,6 +11,7 @@ the ones that check the message a user gets then.
 from __future__ import annotations
 
 import numpy as np
+import oracle
 import pytest
 from backend_helpers import random_game_positions, random_planes, rel_error
 from conftest import requires
@@ -114,6 +115,13 @@ def test_planes_from_packed_positions_equal_the_host_planes(small, symmetry):
     packed = torch.from_numpy(np.frombuffer(packed_inputs(states, syms), np.uint8).copy())
     got = backend.planes_from_packed(packed, 50).numpy()
     assert np.array_equal(got.reshape(50, 18, 361), want)
+
+
+def test_symmetry_table_is_the_oracles_in_mailbox_indices():
+    """The backend's own table (backends/ may not import nn/symmetry) entry by entry against
+    Network::get_symmetry written out in tests/oracle.py."""
+    y, x = np.divmod(oracle.symmetry_table(), 19)
+    assert np.array_equal(torch_backend._symmetry_table(), (y + 1) * 21 + x + 1)
 
 
 def test_planes_from_packed_positions_carry_the_dynamic_komi(small):
