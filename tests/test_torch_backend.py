@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import oracle
 import pytest
-from backend_helpers import random_game_positions, random_planes, rel_error
+from backend_helpers import random_game_positions, random_planes, record_packed_calls, rel_error
 from conftest import requires
 
 from leelaz.backends import BackendUnavailable, create_backend
@@ -143,10 +143,7 @@ def test_planes_from_packed_positions_carry_the_dynamic_komi(small):
 def test_network_sends_packed_positions_and_gets_numpys_answers(small, monkeypatch):
     backend = TorchBackend(small, device="cpu", quiet=True)
     assert backend.accepts_packed_inputs
-    calls = []
-    packed = backend.submit_packed
-    monkeypatch.setattr(backend, "submit_packed", lambda *a: calls.append(a[1]) or packed(*a))
-    monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
+    calls = record_packed_calls(backend, monkeypatch)
     device = Network(small, backend, seed=7)
     host = Network(small, NumpyBackend(small), seed=7)
     states = random_game_positions(60, seed=3)
