@@ -23,7 +23,6 @@ Differences from Leela Zero, on purpose:
 from __future__ import annotations
 
 import errno
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -38,9 +37,6 @@ from leelaz.config import (BACKEND_CHOICES, BACKEND_HELP, DEFAULT_WEIGHTS, PRECI
 from leelaz import GTP_VERSION, __version__
 from leelaz.tools import VERBS, is_verb, run_verb, verb_summary
 
-#: The command groups that other modules provide; each is registered if it is installed.
-OPTIONAL_GROUPS = ("leelaz.gtp.network_commands", "leelaz.gtp.search_commands",
-                   "leelaz.gtp.training_commands", "leelaz.gtp.dynkomi_commands")
 UINT64_MAX = 2**64 - 1
 
 LICENCE = f"""\
@@ -411,19 +407,9 @@ def identity_line(path: str | None, weights) -> str:
     return f"leelaz {__version__}: weights {os.path.abspath(path)}{shape}"
 
 
-def _optional_module(name: str):
-    """Import a command group that may not exist yet; None if it is not there."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
-            return None
-        raise
-
-
 def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
                  prefer: str | None = None, backend=None):
-    """The Network for `path`, or None when there is no path or no network support yet.
+    """The Network for `path`, or None when there is no path.
 
     Backend: NumPy with --cpu-only; otherwise OpenCL (with several --gpu ids, one backend per
     id splitting each batch), falling back to NumPy (with a message) when no OpenCL device can
@@ -437,12 +423,9 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
             f"{DEFAULT_WEIGHTS}, none shipped): only commands that need no network "
             "are available.\n")
         return None
-    nnmod = _optional_module("leelaz.nn.network")
-    if nnmod is None:
-        say(f"Network support is not installed yet; not loading {path}.\n")
-        return None
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.weights import load_weights, weights_summary
+    from leelaz.nn.network import Network
 
     if weights is None:
         weights = load_weights(path)
@@ -461,7 +444,7 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
     if backend.name == "numpy":
         say("Initializing CPU-only evaluation.\n")
     # The cache starts at the network's default size; lz-setoption re-splits memory later.
-    return nnmod.Network(weights, backend, seed=cfg.seed,
+    return Network(weights, backend, seed=cfg.seed,
                          symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
 
 
@@ -478,9 +461,9 @@ def load_engine_network(cfg: EngineConfig, path: str, say=lambda text: None, bac
 
 
 def _read_weights(cfg: EngineConfig, path: str | None):
-    """The NetWeights at `path` (None without a path or network support); raises as
-    load_weights does. Parsed networks are cached between starts (backends.weights_cache)."""
-    if path is None or _optional_module("leelaz.nn.network") is None:
+    """The NetWeights at `path` (None without a path); raises as load_weights does. Parsed
+    networks are cached between starts (backends.weights_cache)."""
+    if path is None:
         return None
     from leelaz.backends.weights import load_weights
     return load_weights(path, cache=True)
@@ -521,22 +504,21 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
                  weights_path: str | None = None):
     """GameState + network + command groups -> a ready GtpEngine.
 
-    The network (or None) is put on the session (gtp/session.py) before the optional groups
+    The network (or None) is put on the session (gtp/session.py) before the command groups
     register, so their register(engine) can pick it up; each group fills in the session's
     fields it owns (the search and its hooks, the training buffer).
     """
-    from leelaz.gtp import board_commands
+    from leelaz.gtp import (board_commands, dynkomi_commands, network_commands, search_commands,
+                            training_commands)
     from leelaz.gtp.engine import GtpEngine
 
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
     engine.session.network = network
     engine.session.weights_path = weights_path if network is not None else None  # printsgf PB
     engine.session.load_network = load_engine_network  # for helper search processes
-    board_commands.register(engine)
-    for name in OPTIONAL_GROUPS:
-        group = _optional_module(name)
-        if group is not None:
-            group.register(engine)
+    for group in (board_commands, network_commands, search_commands, training_commands,
+                  dynkomi_commands):
+        group.register(engine)
     return engine
 # ==========================================================================================
 

@@ -1,9 +1,10 @@
-"""Inputs, error measure and the OpenCL skip rule shared by the backend tests (NumPy, OpenCL,
-several devices)."""
+"""Inputs, error measure, tolerances, the OpenCL skip rule and the OpenCL backend as the tests
+build it, shared by the backend tests (NumPy, OpenCL, several devices, PyTorch)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import need
 
 from leelaz.game.state import GameState
@@ -39,6 +40,22 @@ def rel_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
 
 
+#: Agreement of the OpenCL backend with NumPy (policy: rel_error; value: absolute), for fp32
+#: storage and for fp16 storage (PoCL has no cl_khr_fp16; half storage with float arithmetic
+#: works everywhere).
+TOLERANCE = {"single": 1e-4, "half": 3e-2}
+
+
+def record_packed_calls(backend, monkeypatch) -> list[int]:
+    """The batch size of each `submit_packed` call on `backend` from now on; a batch sent as
+    float planes (`submit`) fails the test."""
+    calls: list[int] = []
+    packed = backend.submit_packed
+    monkeypatch.setattr(backend, "submit_packed", lambda *a: calls.append(a[1]) or packed(*a))
+    monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
+    return calls
+
+
 def opencl_available() -> bool:
     """An OpenCL platform with at least one device is present (pyopencl imported lazily)."""
     from leelaz.backends.base import BackendUnavailable
@@ -56,3 +73,13 @@ def need_opencl() -> None:
     scripts/install_test_deps.sh installed PoCL)."""
     need("an OpenCL device", opencl_available(),
          "sudo apt-get install pocl-opencl-icd, or pip install pocl-binary-distribution")
+
+
+def opencl_backend(weights, precision: str = "single", batch_size: int = 2, **options):
+    """An OpenCLBackend with the default tile sizes (no tuning: CI has 2 cores), quiet; skips
+    the test without an OpenCL device (need_opencl). `options` go to OpenCLBackend."""
+    need_opencl()
+    from leelaz.backends.opencl_backend import OpenCLBackend
+
+    return OpenCLBackend(weights, precision=precision, batch_size=batch_size, tune="none",
+                         quiet=True, **options)

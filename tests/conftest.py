@@ -94,6 +94,15 @@ def tygem_dir():
 
 
 @pytest.fixture(scope="session")
+def weights_2x32(random_weights):
+    """The OpenCL tests' network, loaded (NetWeights): 2 residual blocks of 32 filters, seed 5;
+    small enough for PoCL on 2 cores. Shared by the session: nothing writes to NetWeights."""
+    from leelaz.backends.weights import load_weights
+
+    return load_weights(random_weights(2, 32, seed=5))
+
+
+@pytest.fixture(scope="session")
 def random_weights(tmp_path_factory):
     """make(blocks, filters, seed=1, version=1, gz=False) -> path of a seeded random network.
 

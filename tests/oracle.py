@@ -1,8 +1,12 @@
-"""A deliberately naive Leela Zero network: direct convolutions with np.pad and loops, float64.
+"""A deliberately naive Leela Zero network: direct convolutions with np.pad and loops, float64;
+and the board symmetries written out again.
 
 The independent reference for the NumPy backend. It reads NetWeights as loaded
 (bias already folded into the mean) and follows src/CPUPipe.cpp step by step, with none of the
 backend's tricks: no Winograd, no folding of the scale into the weights, no fused heads.
+`symmetry_table` is the tests' one oracle for the 8 symmetries, written from
+Network::get_symmetry (src/Network.cpp) with plain loops and no code of leelaz's; the product's
+one table is nn/symmetry.py's SYMMETRY_TABLE.
 """
 
 from __future__ import annotations
@@ -49,6 +53,23 @@ def forward(weights, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Batch version: planes [B, 18, 19, 19] -> (logits [B, 362], value [B])."""
     outs = [forward_one(weights, p) for p in planes]
     return np.array([o[0] for o in outs]), np.array([o[1] for o in outs])
+
+
+def symmetry_table() -> np.ndarray:
+    """int [8, 361]: for symmetry s and input point y * 19 + x, the index y' * 19 + x' of the
+    board point the network sees there. Network::get_symmetry: if s & 4 swap x and y; if s & 2
+    x <- 18 - x; if s & 1 y <- 18 - y."""
+    table = np.empty((8, 361), np.int64)
+    for s in range(8):
+        for y in range(19):
+            for x in range(19):
+                sx, sy = (y, x) if s & 4 else (x, y)
+                if s & 2:
+                    sx = 18 - sx
+                if s & 1:
+                    sy = 18 - sy
+                table[s, y * 19 + x] = sy * 19 + sx
+    return table
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

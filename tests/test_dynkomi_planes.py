@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from backend_helpers import need_opencl
+from backend_helpers import opencl_backend, record_packed_calls
 from conftest import requires
 
 import oracle
@@ -167,17 +167,9 @@ def test_komi_changes_the_winrate(weights):
 def test_opencl_matches_numpy_at_every_komi(weights, packed, monkeypatch):
     """Within 1 per mille, through the float planes (submit) and the packed input."""
     requires("pyopencl")
-    need_opencl()
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    backend = OpenCLBackend(weights, precision="single", batch_size=8, tune="none", quiet=True)
-    calls = []
-    if packed:
-        real = backend.submit_packed
-        monkeypatch.setattr(backend, "submit_packed",
-                            lambda *a: calls.append(a[1]) or real(*a))
-        monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes sent"))
-    else:
+    backend = opencl_backend(weights, "single", batch_size=8)
+    calls = record_packed_calls(backend, monkeypatch) if packed else []
+    if not packed:
         monkeypatch.setattr(type(backend), "accepts_packed_inputs", property(lambda s: False))
     device = Network(weights, backend, seed=5)
     host = Network(weights, NumpyBackend(weights), seed=5)
@@ -194,10 +186,7 @@ def test_packed_komi_7_5_is_bit_identical_to_the_standard_row(weights):
     """The flagged colour-plane section with the values 1 and 0 gives exactly the results of
     the row without it (the kernel's standard path), and the row without komi is unchanged."""
     requires("pyopencl")
-    need_opencl()
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    backend = OpenCLBackend(weights, precision="single", batch_size=8, tune="none", quiet=True)
+    backend = opencl_backend(weights, "single", batch_size=8)
     plain = [game(m) for m in ("", "d4", "d4 q16 c3 r4 pass", "q16 d4 d16")]
     told = []
     for state in plain:

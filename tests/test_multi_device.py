@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 import pytest
-from backend_helpers import need_opencl, random_planes, rel_error
+from backend_helpers import need_opencl, opencl_backend, random_planes, rel_error
 from conftest import requires
 
 from leelaz.backends.base import Backend
@@ -27,25 +27,17 @@ cl = requires("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 
-BLOCKS, FILTERS = 2, 32
 TOLERANCE = 1e-4
 
 
 @pytest.fixture(scope="module")
-def weights(random_weights):
-    return load_weights(random_weights(BLOCKS, FILTERS, seed=5))
-
-
-@pytest.fixture(scope="module")
-def multi(weights):
+def multi(weights_2x32):
     """Two fp32 OpenCL backends on the same device, default tile sizes (no tuning)."""
     from leelaz.backends.device_choice import pick_device
-    from leelaz.backends.opencl_backend import OpenCLBackend
 
     need_opencl()
     device = pick_device([0])
-    parts = [OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
-                           device=device) for _ in range(2)]
+    parts = [opencl_backend(weights_2x32, "single", device=device) for _ in range(2)]
     return MultiDeviceBackend(parts)
 
 
@@ -104,11 +96,11 @@ def test_chunks_are_submitted_before_any_wait_and_joined_in_order(batch):
     assert backend.asynchronous and backend.name == "fake"
 
 
-def test_synchronous_parts_make_a_synchronous_whole(weights):
-    backend = MultiDeviceBackend([NumpyBackend(weights), NumpyBackend(weights)])
+def test_synchronous_parts_make_a_synchronous_whole(weights_2x32):
+    backend = MultiDeviceBackend([NumpyBackend(weights_2x32), NumpyBackend(weights_2x32)])
     assert not backend.asynchronous and backend.name == "numpy"
     planes = random_planes(3, seed=1)
-    want = NumpyBackend(weights).forward(planes)
+    want = NumpyBackend(weights_2x32).forward(planes)
     got = backend.forward(planes)
     assert rel_error(got[0], want[0]) < 1e-6 and np.abs(got[1] - want[1]).max() < 1e-6
 
@@ -116,11 +108,11 @@ def test_synchronous_parts_make_a_synchronous_whole(weights):
 # ---- on OpenCL ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("batch", [1, 2, 3, 7])
-def test_two_backends_on_one_device_match_numpy(multi, weights, batch, monkeypatch):
+def test_two_backends_on_one_device_match_numpy(multi, weights_2x32, batch, monkeypatch):
     used = []
     for part in multi.parts:  # record which part got how many rows
         monkeypatch.setattr(part, "submit", lambda p, _s=part.submit: used.append(len(p)) or _s(p))
-    reference = NumpyBackend(weights)
+    reference = NumpyBackend(weights_2x32)
     planes = random_planes(batch, seed=300 + batch)
     policy, value = multi.forward(planes)
     want_policy, want_value = reference.forward(planes)
@@ -131,9 +123,9 @@ def test_two_backends_on_one_device_match_numpy(multi, weights, batch, monkeypat
     assert np.abs(value - want_value).max() < TOLERANCE
 
 
-def test_two_batches_submitted_then_read(multi, weights):
+def test_two_batches_submitted_then_read(multi, weights_2x32):
     """A second batch enqueued on the same queues before the first is read gives both right."""
-    reference = NumpyBackend(weights)
+    reference = NumpyBackend(weights_2x32)
     first, second = random_planes(5, seed=41), random_planes(3, seed=42)
     pending_first = multi.submit(first)
     pending_second = multi.submit(second)
@@ -150,30 +142,30 @@ def test_multi_exposes_what_start_up_reads(multi):
     assert multi.device == multi.parts[0].device and len(multi.devices) == 2
 
 
-def test_chooser_builds_one_backend_per_id(weights):
+def test_chooser_builds_one_backend_per_id(weights_2x32):
     from leelaz.backends.device_choice import choose_backend
 
     need_opencl()
     lines: list[str] = []
-    backend = choose_backend(weights, gpus=[0, 0], precision="single", batch_size=2,
+    backend = choose_backend(weights_2x32, gpus=[0, 0], precision="single", batch_size=2,
                              tune="none", quiet=True, log=lines.append)
     assert isinstance(backend, MultiDeviceBackend) and len(backend.parts) == 2
     assert all(part.name == "opencl" for part in backend.parts)
     assert backend.parts[0] is not backend.parts[1] and lines == []
     # one id: exactly the single backend of before
-    single = choose_backend(weights, gpus=[0], precision="single", batch_size=2, tune="none",
+    single = choose_backend(weights_2x32, gpus=[0], precision="single", batch_size=2, tune="none",
                             quiet=True, log=lines.append)
     assert not isinstance(single, MultiDeviceBackend) and single.name == "opencl"
 
 
-def test_chooser_falls_back_to_numpy_for_a_bad_id_among_several(weights):
+def test_chooser_falls_back_to_numpy_for_a_bad_id_among_several(weights_2x32):
     from leelaz.backends.device_choice import choose_backend
     from leelaz.backends.device_choice import list_devices
 
     need_opencl()
     bad = len(list_devices()) + 5
     lines: list[str] = []
-    backend = choose_backend(weights, gpus=[0, bad], precision="single", batch_size=2,
+    backend = choose_backend(weights_2x32, gpus=[0, bad], precision="single", batch_size=2,
                              tune="none", quiet=True, log=lines.append)
     assert backend.name == "numpy"
     want = f"OpenCL unavailable (no OpenCL device with id {bad}); using the NumPy backend."

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import oracle
 import pytest
-from backend_helpers import need_opencl, random_planes, rel_error
+from backend_helpers import TOLERANCE, need_opencl, opencl_backend, random_planes, rel_error
 from conftest import requires
 
 from leelaz.backends.weights import load_weights
@@ -27,24 +27,14 @@ cl = requires("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 
-BLOCKS, FILTERS = 2, 32
+BLOCKS, FILTERS = 2, 32  # the shape of conftest's weights_2x32
 BATCHES = (1, 2, 7, 16, 32)
-TOLERANCE = {"single": 1e-4, "half": 3e-2}
 
 
 @pytest.fixture(scope="module")
-def weights(random_weights):
-    return load_weights(random_weights(BLOCKS, FILTERS, seed=5))
-
-
-@pytest.fixture(scope="module")
-def backends(weights):
+def backends(weights_2x32):
     """One backend per precision, fixed default tile sizes (no tuning: CI has 2 cores)."""
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
-    return {p: OpenCLBackend(weights, precision=p, batch_size=2, tune="none", quiet=True)
-            for p in ("single", "half")}
+    return {p: opencl_backend(weights_2x32, p) for p in ("single", "half")}
 
 
 def reference_layer(x: np.ndarray, conv, residual: np.ndarray | None) -> np.ndarray:
@@ -58,11 +48,11 @@ def reference_layer(x: np.ndarray, conv, residual: np.ndarray | None) -> np.ndar
 
 @pytest.mark.parametrize("precision", ["single", "half"])
 @pytest.mark.parametrize("batch", [1, 7])
-def test_each_layer_matches_float64_reference(backends, weights, precision, batch):
+def test_each_layer_matches_float64_reference(backends, weights_2x32, precision, batch):
     be = backends[precision]
     planes = random_planes(batch, seed=batch)
     outputs = be.tower_outputs(planes)
-    convs = [weights.input_conv] + [c for block in weights.tower for c in block]
+    convs = [weights_2x32.input_conv] + [c for block in weights_2x32.tower for c in block]
     assert len(outputs) == len(convs) == 1 + 2 * BLOCKS
     x = planes.reshape(batch, 18, 361).astype(np.float64)
     block_input = None
@@ -76,12 +66,13 @@ def test_each_layer_matches_float64_reference(backends, weights, precision, batc
 
 
 @pytest.mark.parametrize("precision", ["single", "half"])
-def test_heads_match_reference(backends, weights, precision):
+def test_heads_match_reference(backends, weights_2x32, precision):
     be = backends[precision]
     planes = random_planes(5, seed=11)
     tower_out = be.tower_outputs(planes)[-1].astype(np.float64)
     heads = be.forward_heads(planes)
-    for rows, conv in ((slice(0, 2), weights.policy_conv), (slice(2, 3), weights.value_conv)):
+    for rows, conv in ((slice(0, 2), weights_2x32.policy_conv),
+                       (slice(2, 3), weights_2x32.value_conv)):
         w = conv.weights.reshape(conv.outputs, -1).astype(np.float64)
         want = np.einsum("kc,bcx->bkx", w, tower_out)
         want = np.maximum(conv.scale[None, :, None] * (want - conv.mean[None, :, None]), 0)
@@ -89,8 +80,8 @@ def test_heads_match_reference(backends, weights, precision):
 
 
 @pytest.mark.parametrize("precision", ["single", "half"])
-def test_end_to_end_matches_numpy_backend(backends, weights, precision):
-    reference = NumpyBackend(weights)
+def test_end_to_end_matches_numpy_backend(backends, weights_2x32, precision):
+    reference = NumpyBackend(weights_2x32)
     be = backends[precision]
     for batch in BATCHES:  # 16 and 32 exceed the allocated capacity of 2: buffers grow
         planes = random_planes(batch, seed=100 + batch)
@@ -108,11 +99,8 @@ def test_padding_of_v_is_written_not_assumed(random_weights, precision):
     """40 filters (padded to 64 channels, where the input's 18 are padded to 32) and a V
     buffer full of NaN beforehand: the transform kernels themselves zero V's padding rows
     and columns (NaN times a zero weight is still NaN), so the result matches NumPy."""
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
     w = load_weights(random_weights(1, 40, seed=9))
-    be = OpenCLBackend(w, precision=precision, batch_size=3, tune="none", quiet=True)
+    be = opencl_backend(w, precision, batch_size=3)
     itemsize = 2 if precision == "half" else 4
     cl.enqueue_copy(be.queue, be.v_buf, np.full(be.v_buf.size // itemsize, np.nan,
                                                 np.float16 if itemsize == 2 else np.float32))
@@ -130,22 +118,6 @@ def test_batch_results_do_not_depend_on_batch_company(backends):
     alone = be.forward(planes[4:5])[0][0]
     together = be.forward(planes)[0][4]
     np.testing.assert_allclose(together, alone, rtol=0, atol=1e-5 * np.abs(alone).max())
-
-
-def test_selfcheck_raises_on_disagreement(backends, weights, random_weights):
-    from leelaz.backends.check_backend import SelfCheckError
-
-    be = backends["single"]
-    planes = random_planes(3, seed=4)
-    be.selfcheck, be._numpy = 1.0, NumpyBackend(weights)
-    try:
-        be.forward(planes)  # agrees: no error
-        other = load_weights(random_weights(BLOCKS, FILTERS, seed=6))
-        be._numpy = NumpyBackend(other)
-        with pytest.raises(SelfCheckError, match="self-check mismatch"):
-            be.forward(planes)
-    finally:
-        be.selfcheck, be._numpy = 0.0, None
 
 
 def test_tuner_picks_a_working_candidate_and_caches_it(backends, tmp_path, monkeypatch):
@@ -201,13 +173,13 @@ def test_chooser_falls_back_to_numpy_without_opencl(random_weights, tmp_path):
     assert "OpenCL unavailable" in lines[0] and "NumPy" in lines[0]
 
 
-def test_chooser_cpu_only_never_touches_opencl(weights):
+def test_chooser_cpu_only_never_touches_opencl(weights_2x32):
     from leelaz.backends.device_choice import choose_backend
 
-    assert choose_backend(weights, cpu_only=True).name == "numpy"
+    assert choose_backend(weights_2x32, cpu_only=True).name == "numpy"
 
 
-def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights):
+def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights_2x32):
     """The PTX wmma sgemm (NVIDIA only; PoCL never offers it) against the NumPy backend."""
     from leelaz.backends.device_choice import list_devices
     from leelaz.backends.opencl_backend import OpenCLBackend
@@ -219,9 +191,9 @@ def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights):
     if not nvidia:
         assert not any(params.valid(d) for _, _, d in list_devices())
         pytest.skip("tensor-core sgemm needs an NVIDIA OpenCL device")
-    be = OpenCLBackend(weights, precision="half", batch_size=8, params=params, quiet=True,
+    be = OpenCLBackend(weights_2x32, precision="half", batch_size=8, params=params, quiet=True,
                        device=nvidia[0])
-    reference = NumpyBackend(weights)
+    reference = NumpyBackend(weights_2x32)
     for batch in (1, 8, 13):
         planes = random_planes(batch, seed=200 + batch)
         policy, value = be.forward(planes)

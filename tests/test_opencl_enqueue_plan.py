@@ -14,43 +14,32 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from backend_helpers import need_opencl, random_planes, rel_error
+from backend_helpers import TOLERANCE, opencl_backend, random_planes, rel_error
 from conftest import requires
-
-from leelaz.backends.weights import load_weights
 
 cl = requires("pyopencl")
 
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 from leelaz.backends.opencl_backend import plan_rows  # noqa: E402
 
-BLOCKS, FILTERS = 2, 32
-TOLERANCE = {"single": 1e-4, "half": 3e-2}
 #: Back and forth across the small/large sgemm boundary (16), growing past the capacity of 2.
 SEQUENCE = (1, 32, 1, 7, 17, 7, 32)
 
 
 @pytest.fixture(scope="module")
-def weights(random_weights):
-    return load_weights(random_weights(BLOCKS, FILTERS, seed=5))
+def reference(weights_2x32):
+    return NumpyBackend(weights_2x32)
 
 
 @pytest.fixture(scope="module")
-def reference(weights):
-    return NumpyBackend(weights)
-
-
-@pytest.fixture(scope="module")
-def backends(weights):
+def backends(weights_2x32):
     """One backend per precision, default tiles; the fp32 one gets a second, wider sgemm shape
     for batches above SMALL_BATCH, so that the two shapes (ppad rounded to 32 and to 64) and
     their two programs are both exercised."""
-    from leelaz.backends.opencl_backend import SMALL_BATCH, OpenCLBackend
+    from leelaz.backends.opencl_backend import SMALL_BATCH
     from leelaz.backends.tuner import DEFAULT, GemmParams
 
-    need_opencl()
-    made = {p: OpenCLBackend(weights, precision=p, batch_size=2, tune="none", quiet=True)
-            for p in ("single", "half")}
+    made = {p: opencl_backend(weights_2x32, p) for p in ("single", "half")}
     be = made["single"]
     large = GemmParams(64, 64, 16, 8, 8, 2, 2)
     assert large.valid(be.device) and large.nwg != DEFAULT.nwg
@@ -95,12 +84,9 @@ def test_plans_use_the_sgemm_shape_of_their_batch(backends):
         assert be._plans[plan_rows(batch)].program is (small if batch <= 16 else large)
 
 
-def test_growing_drops_the_plans(weights, reference):
+def test_growing_drops_the_plans(weights_2x32, reference):
     """Plans hold the buffers as kernel arguments: a larger batch must not run old ones."""
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
-    be = OpenCLBackend(weights, precision="single", batch_size=1, tune="none", quiet=True)
+    be = opencl_backend(weights_2x32, "single", batch_size=1)
     check(be, reference, 1, "single", seed=1)
     old = be._plans[1]
     check(be, reference, 9, "single", seed=2)
@@ -152,13 +138,10 @@ def test_profile_times_every_kernel_and_leaves_the_queue_as_it_was(backends, ref
     check(be, reference, 4, "single", seed=8)
 
 
-def test_plans_are_built_at_start_up_for_the_search_batch(weights, reference):
+def test_plans_are_built_at_start_up_for_the_search_batch(weights_2x32, reference):
     """Every row count a ramping search will use up to its batch size is ready before the
     first search, and a search-sized batch builds nothing new."""
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
-    be = OpenCLBackend(weights, precision="single", batch_size=20, tune="none", quiet=True)
+    be = opencl_backend(weights_2x32, "single", batch_size=20)
     assert list(be._plans) == [1, 2, 4, 8, 16, 24]
     plans = dict(be._plans)
     check(be, reference, 20, "single", seed=21)

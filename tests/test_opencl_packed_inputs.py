@@ -11,9 +11,9 @@ Runs on PoCL in CI; skipped only when no OpenCL device exists and LEELAZ_STRICT_
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from backend_helpers import need_opencl, random_game_positions, rel_error
+from backend_helpers import (TOLERANCE, opencl_backend, random_game_positions,
+                             record_packed_calls, rel_error)
 from conftest import requires
 
 from leelaz.backends.weights import load_weights
@@ -23,27 +23,17 @@ cl = requires("pyopencl")
 from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 from leelaz.nn.network import Network  # noqa: E402
 
-TOLERANCE = {"single": 1e-4, "half": 3e-2}
-
 
 @pytest.fixture(scope="module")
 def weights(random_weights):
     return load_weights(random_weights(2, 32, seed=9))
 
 
-
-
 @pytest.mark.parametrize("precision", ["single", "half"])
 def test_packed_positions_evaluate_as_the_host_planes_do(weights, precision, monkeypatch):
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
-    backend = OpenCLBackend(weights, precision=precision, batch_size=8, tune="none", quiet=True)
+    backend = opencl_backend(weights, precision, batch_size=8)
     assert backend.accepts_packed_inputs
-    calls = []
-    packed = backend.submit_packed
-    monkeypatch.setattr(backend, "submit_packed", lambda *a: calls.append(a[1]) or packed(*a))
-    monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
+    calls = record_packed_calls(backend, monkeypatch)
     device = Network(weights, backend, seed=7)  # the same random symmetries for both
     host = Network(weights, NumpyBackend(weights), seed=7)
     states = random_game_positions(120, seed=3)
@@ -58,15 +48,3 @@ def test_packed_positions_evaluate_as_the_host_planes_do(weights, precision, mon
             assert rel_error(g.policy, w.policy) < TOLERANCE[precision], (size, symmetry)
             assert abs(g.winrate - w.winrate) < TOLERANCE[precision], (size, symmetry)
     assert len(calls) == 10
-
-
-def test_selfcheck_sends_planes(weights):
-    """The self-check re-runs planes on NumPy, so a self-checking backend takes planes."""
-    from leelaz.backends.opencl_backend import OpenCLBackend
-
-    need_opencl()
-    backend = OpenCLBackend(weights, precision="single", batch_size=2, tune="none", quiet=True,
-                            selfcheck=1.0)
-    assert not backend.accepts_packed_inputs
-    Network(weights, backend).evaluate(random_game_positions(3, seed=4), symmetry=0,
-                                       read_cache=False)

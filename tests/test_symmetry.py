@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import oracle
 import pytest
 
 from leelaz.game.coords import BLACK, WHITE, parse_gtp_vertex
@@ -19,6 +20,11 @@ def test_table_follows_the_documented_formulas(s):
     x, y = EXPECTED[s]
     assert S.SYMMETRY_TABLE[s][5 * 19 + 2] == y * 19 + x
     assert sorted(S.SYMMETRY_TABLE[s]) == list(range(361))
+
+
+def test_table_equals_the_oracles():
+    """All 8 x 361 entries against Network::get_symmetry written out again (tests/oracle.py)."""
+    assert np.array_equal(S.SYMMETRY_TABLE, oracle.symmetry_table())
 
 
 def test_inverses():

@@ -11,8 +11,9 @@ the ones that check the message a user gets then.
 from __future__ import annotations
 
 import numpy as np
+import oracle
 import pytest
-from backend_helpers import random_game_positions, random_planes, rel_error
+from backend_helpers import random_game_positions, random_planes, record_packed_calls, rel_error
 from conftest import requires
 
 from leelaz.backends import BackendUnavailable, create_backend
@@ -116,6 +117,13 @@ def test_planes_from_packed_positions_equal_the_host_planes(small, symmetry):
     assert np.array_equal(got.reshape(50, 18, 361), want)
 
 
+def test_symmetry_table_is_the_oracles_in_mailbox_indices():
+    """The backend's own table (backends/ may not import nn/symmetry) entry by entry against
+    Network::get_symmetry written out in tests/oracle.py."""
+    y, x = np.divmod(oracle.symmetry_table(), 19)
+    assert np.array_equal(torch_backend._symmetry_table(), (y + 1) * 21 + x + 1)
+
+
 def test_planes_from_packed_positions_carry_the_dynamic_komi(small):
     states = random_game_positions(12, seed=4)
     for i, state in enumerate(states[::2]):
@@ -135,10 +143,7 @@ def test_planes_from_packed_positions_carry_the_dynamic_komi(small):
 def test_network_sends_packed_positions_and_gets_numpys_answers(small, monkeypatch):
     backend = TorchBackend(small, device="cpu", quiet=True)
     assert backend.accepts_packed_inputs
-    calls = []
-    packed = backend.submit_packed
-    monkeypatch.setattr(backend, "submit_packed", lambda *a: calls.append(a[1]) or packed(*a))
-    monkeypatch.setattr(backend, "submit", lambda planes: pytest.fail("planes were sent"))
+    calls = record_packed_calls(backend, monkeypatch)
     device = Network(small, backend, seed=7)
     host = Network(small, NumpyBackend(small), seed=7)
     states = random_game_positions(60, seed=3)

@@ -119,26 +119,19 @@ def test_replay_handles_captures_ko_and_illegal_moves():
 
 
 def test_symmetries_rotate_planes_and_targets_together():
-    """Symmetry s of a batch equals the NumPy transform of Network::get_symmetry applied to the
-    identity batch, and the policy target follows the stone that was played."""
+    """Symmetry s of a batch equals the NumPy transform of Network::get_symmetry (the oracle's
+    table, tests/oracle.py) applied to the identity batch, and the policy target follows the stone that was played."""
     moves = [3 * 19 + 15, 15 * 19 + 3, 16 * 19 + 15, 2 * 19 + 2, 4 * 19 + 16]
     pack = dataset.GamePack(np.array(moves, np.uint16), np.array([5], np.int32),
                             np.array([1], np.int8), np.array([True]))
     ps = dataset.PositionSet.from_pack(pack).to("cpu")
     idx = torch.tensor([4])
     base, base_t, _, _ = ps.batch(idx)
-    base = base[0].numpy()  # [18, 19(y), 19(x)]
+    base = base[0].numpy().reshape(18, 361)
+    table = oracle.symmetry_table()
     for s in range(8):
         planes, target, _, _ = ps.batch(idx, torch.tensor([s]))
-        want = np.empty_like(base)
-        for y in range(19):
-            for x in range(19):
-                sx, sy = (y, x) if s & 4 else (x, y)
-                if s & 2:
-                    sx = 18 - sx
-                if s & 1:
-                    sy = 18 - sy
-                want[:, y, x] = base[:, sy, sx]
+        want = base[:, table[s]].reshape(18, 19, 19)
         assert np.array_equal(planes[0].numpy(), want), s
         out_slot = int(target[0].argmax())
         # The output slot's board point under s is the move actually played.

@@ -165,8 +165,6 @@ class Backend:
     device = None
     #: The weights it evaluates (None for backends without any, such as `random`).
     weights: NetWeights | None = None
-    #: The probability with which a batch is re-checked against NumPy (OpenCL only).
-    selfcheck: float = 0.0
 
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch; see the module docstring for shapes and meaning."""

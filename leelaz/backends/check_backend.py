@@ -1,8 +1,7 @@
 """The `check` backend: another backend whose answers are compared with a reference's.
 
-Owns: `CheckBackend`, `SelfCheckError` and `check_error`, the one measure of disagreement
-(also used by the OpenCL backend's own `selfcheck`). Imports: numpy, backends.base, and
-backends.numpy_backend lazily (the default reference).
+Owns: `CheckBackend`, `SelfCheckError` and `check_error`, the one measure of disagreement.
+Imports: numpy, backends.base, and backends.numpy_backend lazily (the default reference).
 
 As lc0's `check` network: wrap a backend under test (`inner`, by registry name or as an
 object) and a reference (NumPy by default); a batch is re-run on the reference with probability

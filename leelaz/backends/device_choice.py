@@ -107,7 +107,7 @@ def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> f
 
 def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] | None = None,
                    precision: str = "auto", batch_size: int = 8, tune: str = "fast",
-                   quiet: bool = False, selfcheck: float = 0.0, log=None,
+                   quiet: bool = False, log=None,
                    prefer: str | None = None, backend: str = "auto") -> Backend:
     """The backend to use, per the policy in the module docstring. Never raises for OpenCL;
     raises BackendUnavailable when `backend` is "torch" and PyTorch cannot run as asked.
@@ -134,10 +134,9 @@ def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] 
     try:
         if gpus and len(gpus) > 1:
             return _one_per_id(weights, gpus, precision=precision, batch_size=batch_size,
-                               tune=tune, quiet=quiet, selfcheck=selfcheck)
+                               tune=tune, quiet=quiet)
         return create_backend("opencl", weights, gpus=gpus, precision=precision,
-                              batch_size=batch_size, tune=tune, quiet=quiet,
-                              selfcheck=selfcheck)
+                              batch_size=batch_size, tune=tune, quiet=quiet)
     except (BackendUnavailable, ImportError) as e:
         say(f"OpenCL unavailable ({_one_line(e)}); using the NumPy backend.")
         return create_backend("numpy", weights)

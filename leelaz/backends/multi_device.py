@@ -28,8 +28,8 @@ def split_sizes(batch: int, parts: int) -> list[int]:
 class MultiDeviceBackend(Backend):
     """Backend.forward/submit over several backends (typically one OpenCLBackend per device).
 
-    The capabilities the rest of the program reads (name, device, precision, weights,
-    selfcheck) come from the parts, so the start-up code and the search see one backend.
+    The capabilities the rest of the program reads (name, device, precision, weights) come
+    from the parts, so the start-up code and the search see one backend.
     """
 
     def __init__(self, backends: list[Backend]):
@@ -58,15 +58,6 @@ class MultiDeviceBackend(Backend):
     @property
     def weights(self):
         return self.parts[0].weights
-
-    @property
-    def selfcheck(self) -> float:
-        return max(b.selfcheck for b in self.parts)
-
-    @selfcheck.setter
-    def selfcheck(self, probability: float) -> None:
-        for b in self.parts:
-            b.selfcheck = probability
 
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch on all the devices at once; see backends/base.py for the shapes."""

@@ -2,10 +2,10 @@
 
 Owns: the OpenCLBackend (context and queue, buffers allocated once and grown for larger
 batches, weights uploaded once as Winograd U from the shared `transform_filter`, the enqueue
-plans, read-back), precision choice (single | half | auto) and the optional self-check against
-NumPy. Imports: numpy, pyopencl, backends.base/check_backend/device_choice/winograd/
-cl_program/tuner, and backends.numpy_backend lazily (self-check only). The measurements behind
-these choices are in docs/performance.md.
+plans, read-back) and precision choice (single | half | auto); the `check` backend
+(check_backend.py) compares it with NumPy. Imports: numpy, pyopencl,
+backends.base/device_choice/winograd/cl_program/tuner. The measurements behind these choices are
+in docs/performance.md.
 
 Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
 add and ReLU, then the next layer's input transform, in one kernel: both transforms work channel
@@ -54,7 +54,6 @@ import pyopencl as cl
 from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_KOMI_BYTES, PACKED_ROW,
                                   POLICY_OUTPUTS, VALUE_HIDDEN, Backend, BackendUnavailable,
                                   ConvBN, NetWeights)
-from leelaz.backends.check_backend import SelfCheckError, check_error, raise_if_apart  # noqa: F401
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
 from leelaz.backends.device_choice import pick_device
 from leelaz.backends.tuner import GemmParams, tune
@@ -169,16 +168,12 @@ class OpenCLBackend(Backend):
 
     def __init__(self, weights: NetWeights, gpus: list[int] | None = None,
                  precision: str = "auto", batch_size: int = 8, tune: str = "fast",
-                 quiet: bool = False, selfcheck: float = 0.0, selfcheck_tolerance: float = 0.2,
-                 device: cl.Device | None = None, params: GemmParams | None = None):
+                 quiet: bool = False, device: cl.Device | None = None,
+                 params: GemmParams | None = None):
         if precision not in ("auto", "single", "half"):
             raise ValueError(f"precision must be auto, single or half, not {precision!r}")
         self.weights = weights
         self.quiet = quiet
-        self.selfcheck = selfcheck
-        self.selfcheck_tolerance = selfcheck_tolerance
-        self._numpy = None
-        self._rng = np.random.default_rng()
         try:
             self.device = device or pick_device(gpus, self._log)
             self._log(f"Selected device: {self.device.name.strip()} on "
@@ -503,8 +498,8 @@ class OpenCLBackend(Backend):
 
     @property
     def accepts_packed_inputs(self) -> bool:
-        """submit_packed may be used (not while self-checking: that re-runs planes)."""
-        return not self.selfcheck
+        """submit_packed may be used: the device builds the planes."""
+        return True
 
     def submit_packed(self, packed: bytes, batch: int) -> _Pending:
         """As submit, for `batch` positions packed by nn/features.packed_inputs: the input
@@ -531,20 +526,7 @@ class OpenCLBackend(Backend):
         result = result[:len(planes)]  # the padding rows of plan_rows go
         policy = np.ascontiguousarray(result[:, :POLICY_OUTPUTS])
         value = ((1.0 + np.tanh(result[:, POLICY_OUTPUTS])) / 2.0).astype(np.float32)
-        if self.selfcheck and len(planes) and self._rng.random() < self.selfcheck:
-            self._check_one(planes, policy, value)
         return policy, value
-
-    def _check_one(self, planes, policy, value) -> None:
-        """Re-run one random position on NumPy; raise SelfCheckError on a disagreement."""
-        if self._numpy is None:
-            from leelaz.backends.numpy_backend import NumpyBackend
-
-            self._numpy = NumpyBackend(self.weights)
-        i = int(self._rng.integers(len(planes)))
-        ref_policy, ref_value = self._numpy.forward(np.asarray(planes[i:i + 1], np.float32))
-        raise_if_apart(check_error(policy[i], value[i], ref_policy[0], ref_value[0]),
-                       self.selfcheck_tolerance, "OpenCL self-check")
 
 
 class _Pending:

@@ -106,8 +106,9 @@ def torch_device(gpus: list[int] | None = None, cpu: bool = False) -> str:
 def _symmetry_table() -> np.ndarray:
     """int64 [8, 361]: for symmetry s and input point y * 19 + x, the mailbox index of the
     point it shows, as in_transform_boxes mirrors it (s & 4: transpose; s & 2: flip x;
-    s & 1: flip y). The same mapping as nn/symmetry's table, written from the kernel's rule (so the packed
-    tests compare two independent encodings)."""
+    s & 1: flip y). The same mapping as nn/symmetry's table (which backends/ may not import),
+    written from the kernel's rule (so the packed tests compare two independent encodings);
+    tests/test_torch_backend.py checks it entry by entry against the tests' oracle."""
     y, x = np.divmod(np.arange(BOARD_SQUARES), _B)
     table = np.empty((8, BOARD_SQUARES), np.int64)
     for s in range(8):

@@ -46,7 +46,7 @@ from __future__ import annotations
 from array import array
 
 from leelaz.game.coords import (ALL_VERTICES, BLACK, EMPTY, INVAL, NO_VERTEX, NUM_INTERSECTIONS,
-                                NUM_VERTICES, PASS, STRIDE, WHITE, Color, Vertex, on_board)
+                                NUM_VERTICES, PASS, STRIDE, WHITE, Color, Vertex)
 from leelaz.game.zobrist import (BLACK_TO_MOVE, HASH_INIT, STONE_DELTA, SYM_STONE_DELTA, ZOBRIST,
                                  ZOBRIST_KO, ZOBRIST_PASS, ZOBRIST_PRIS)
 
@@ -396,10 +396,6 @@ class Board:
         """Liberties of the string at v."""
         return self.libs[self.parent[v]]
 
-    def empty_points(self) -> list[Vertex]:
-        """The empty points in LZ's empty-list order."""
-        return list(self.empty[:self.empty_cnt])
-
     def stone_count(self, color: Color) -> int:
         return self.square.count(color)
 
@@ -420,9 +416,6 @@ class Board:
         """Tromp-Taylor area score: Black minus White minus komi (no dead stones removed)."""
         black, white = self.area_counts()
         return black - white - komi
-
-    def get_state(self, x: int, y: int) -> Color:
-        return self.square[(y + 1) * STRIDE + x + 1] if on_board(x, y) else INVAL
 
     def __repr__(self) -> str:
         rows = []

@@ -177,9 +177,6 @@ class GtpEngine:
         if hidden:
             self._hidden.add(name)
 
-    def has_command(self, name: str) -> bool:
-        return name in self._commands
-
     def listed_commands(self) -> list[str]:
         """What list_commands prints: LZ's order first, then extras; hidden ones left out."""
         names = [n for n in LZ_COMMAND_ORDER if n in self._commands]
@@ -248,10 +245,6 @@ class GtpEngine:
     def request_quit(self) -> None:
         """Stop the loop after the current reply (quit)."""
         self._quit = True
-
-    @property
-    def quitting(self) -> bool:
-        return self._quit
 
     # ---- input --------------------------------------------------------------------------
     def input_pending(self) -> bool:

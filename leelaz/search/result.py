@@ -1,6 +1,6 @@
 """What a search hands back: the chosen move and a snapshot of the root's children.
 
-Owns: `MoveInfo`, `SearchResult`. Imports: stdlib and game.coords only.
+Owns: `MoveInfo`, `SearchResult`. Imports: stdlib only.
 
 The same snapshot type serves three readers: the GTP layer (genmove reply, lz-analyze `info`
 lines through gtp/analysis.py, gomill-explain_last_move), the training recorder (visit
@@ -11,8 +11,6 @@ the root (`color`), as Leela Zero prints them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from leelaz.game.coords import NUM_INTERSECTIONS, PASS, POTENTIAL_MOVES, index
 
 
 @dataclass
@@ -62,17 +60,6 @@ class SearchResult:
             if _worse(best, c, threshold):
                 best = c
         return best
-
-    def visit_probabilities(self) -> list[float] | None:
-        """Root visit shares in the 362 policy slots (training target); None without visits."""
-        total = sum(c.visits for c in self.children)
-        if total <= 0:
-            return None
-        probs = [0.0] * POTENTIAL_MOVES
-        for c in self.children:
-            slot = NUM_INTERSECTIONS if c.move == PASS else index(c.move)
-            probs[slot] = c.visits / total
-        return probs
 
 
 def _worse(a: MoveInfo, b: MoveInfo, threshold: float) -> bool:
