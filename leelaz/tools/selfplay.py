@@ -12,8 +12,6 @@ leaves no partial file; Ctrl-C drops the games in flight and exits 130.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP, PRECISION_CHOICES
