@@ -581,3 +581,31 @@ def test_a_killed_ray_driver_takes_its_private_cluster_along(tmp_path):
     import shutil
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     assert not survivors, f"outlived the killed driver by 20 s: {survivors}"
+
+
+def test_selfplay_additions_reach_every_game_of_a_generation(tmp_path):
+    """--full-share, --cheap-visits, --forced-playouts and --checked-resign are the
+    generation's (its record) and its games': a chunk holds only the fully searched moves
+    (some, never all, at a share of one half), and no game resigns before the run has the
+    no-resign games that show resigning is safe."""
+    run = tmp_path / "run"
+    got = zero(run, *TINY, "-v", "8", "--games-per-gen", "2", "--full-share", "0.5",
+               "--cheap-visits", "2", "--forced-playouts", "2", "--checked-resign",
+               "--generations", "1", "--selfplay-only")
+    assert got.returncode == 0, got.stderr
+    sp = record(run, 1)["selfplay"]
+    assert (sp["full_share"], sp["cheap_visits"], sp["forced_k"], sp["checked_resign"]) == \
+        (0.5, 2, 2.0, True)
+    games = games_of(run / sp["dir"])
+    assert len(games) == 2
+    for sgf, chunks in games.values():
+        text = sgf.read_text()
+        moves = text.count(";B[") + text.count(";W[")
+        positions = sum(len(parse_chunk(str(c))) for c in chunks)
+        assert 0 < positions < moves, (sgf, positions, moves)
+        assert "+R]" not in text  # resignation stays off: no no-resign games yet
+    bad = zero(tmp_path / "other", *TINY, "--full-share", "0.5", "--cheap-visits", "2",
+               "--generations", "0")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "--cheap-visits 2 must be below" in bad.stderr
+    assert not (tmp_path / "other").exists()

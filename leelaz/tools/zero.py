@@ -49,7 +49,7 @@ DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
 #: which run.json fixes, nor what this invocation does: --generations, --ray, --status...).
 STORED = ("visits", "match_visits", "games_per_gen", "window", "steps", "batch", "lr",
           "checkpoint_seconds", "lr_schedule", "reuse", "val_sgf", "gate", "match_games",
-          "parallel", "max_moves",
+          "parallel", "max_moves", "full_share", "cheap_visits", "forced_k", "checked_resign",
           "dumbpass", "noise", "workers", "worker_cpus", "cpu_only", "gpu", "backend")
 SETTINGS = "settings.json"
 
@@ -230,6 +230,7 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
     if opts.get("repair"):
         return repair(run)
     _gate_rule(opts)  # a bad --gate is one line before DIR changes
+    _check_selfplay_additions(opts)
     if opts.get("no_gate"):  # the older spelling of --gate none, stored as such
         opts["gate"], given = "none", set(given) | {"gate"}
     check_installed(opts)  # say what to install before touching DIR
@@ -275,6 +276,18 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
             executor.close()
 
 
+def _check_selfplay_additions(opts: dict) -> None:
+    """--full-share, --cheap-visits and --forced-playouts checked as selfplay checks them,
+    before DIR changes (a stored value was checked when it was given)."""
+    from leelaz.selfplay.selfplay import SelfplayError, check_additions
+
+    try:
+        check_additions(opts["full_share"], opts["cheap_visits"], opts["forced_k"], 0.0, 0,
+                        opts["visits"])
+    except SelfplayError as exc:
+        raise RunError(str(exc)) from None
+
+
 def _gate_rule(opts: dict):
     """--gate (and the older --no-gate, the same as --gate none), checked before DIR changes."""
     from leelaz.zero.gate import DEFAULT, GateError, parse
@@ -310,7 +323,9 @@ def _settings(opts: dict, executor) -> Settings:
                     workers=opts["workers"] or 1,
                     cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
                     network_backend=opts.get("backend") or "auto", progress=not opts["quiet"],
-                    selfplay_only=opts["selfplay_only"])
+                    selfplay_only=opts["selfplay_only"],
+                    full_share=opts["full_share"], cheap_visits=opts["cheap_visits"],
+                    forced_k=opts["forced_k"], checked_resign=opts["checked_resign"])
 
 
 def repair(run: RunDir) -> int:
@@ -425,6 +440,22 @@ def show_status(run: RunDir) -> int:
 @click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
               show_default=True,
               help="Self-play and matches: " + BACKEND_HELP)
+@click.option("--full-share", type=click.FloatRange(0, 1, min_open=True), default=1.0,
+              show_default=True,
+              help="Self-play: playout-cap randomisation (KataGo): this share of the moves gets "
+                   "the full -v search with noise and is recorded; the others get "
+                   "--cheap-visits without noise and are not recorded (e.g. 0.25). 1 = every "
+                   "move, as Leela Zero.")
+@click.option("--cheap-visits", type=click.IntRange(0, None), default=0, show_default=True,
+              help="Self-play: visits of a cheap search under --full-share (0 = -v / 8).")
+@click.option("--forced-playouts", "forced_k", type=click.FloatRange(0, None), default=0.0,
+              show_default=True,
+              help="Self-play: forced playouts at the root of full searches, pruned from the "
+                   "recorded target again (KataGo, K = 2). 0 = off.")
+@click.option("--checked-resign", is_flag=True,
+              help="Self-play: resign only once the run's no-resign games (the last four "
+                   "generations') show under 5% false resignations at the threshold; until "
+                   "then play every game out.")
 @click.option("--selfplay-only", is_flag=True,
               help="Play the current generation's self-play games, then stop (throughput "
                    "measurements; the next run trains on them).")

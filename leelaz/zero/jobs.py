@@ -55,8 +55,10 @@ def selfplay_job(spec: dict) -> dict:
                             visits=spec["visits"], parallel=spec["parallel"],
                             seed=spec["seed"], cpu_only=spec["cpu_only"],
                             gpus=tuple(spec["gpus"]), progress=spec.get("progress", False),
+                            resign_evidence=tuple(spec.get("resign_evidence", ())),
                             **_optional(spec, "max_moves", "network_backend",
-                                        "dumbpass", "noise"))
+                                        "dumbpass", "noise", "full_share", "cheap_visits",
+                                        "forced_k", "checked_resign"))
     report = {name: getattr(summary, name) for name in SUMMED if hasattr(summary, name)}
     report["backend"] = str(getattr(summary, "backend", "") or "")
     return report

@@ -77,6 +77,14 @@ class Settings:
     max_moves: int | None = None  # end games after this many moves; None: autogtp's 722
     dumbpass: bool = True  # -d (autogtp, the server): pass only as the search picks it
     noise: bool = True  # -n (autogtp): Dirichlet noise at self-play roots
+    # KataGo's self-play additions (leelaz.selfplay.play_selfplay): the share of moves given
+    # the full search and recorded, the visits of the others (0: a full search's / 8),
+    # forced playouts with target pruning (k; 0: off), and resignation only once the
+    # run's no-resign games show it is safe.
+    full_share: float = 1.0
+    cheap_visits: int = 0
+    forced_k: float = 0.0
+    checked_resign: bool = False
     workers: int = 1  # self-play jobs at once
     cpu_only: bool = False
     gpus: tuple[int, ...] = ()
@@ -248,6 +256,8 @@ class ZeroLoop:
             n, k = self.s.games_per_gen, max(1, min(self.s.workers, self.s.games_per_gen))
             sp.update(dir=str(folder.relative_to(self.run.root)), visits=self.s.visits,
                       dumbpass=self.s.dumbpass, noise=self.s.noise,
+                      full_share=self.s.full_share, cheap_visits=self.s.cheap_visits,
+                      forced_k=self.s.forced_k, checked_resign=self.s.checked_resign,
                       jobs=[n // k + (1 if i < n % k else 0) for i in range(k)],
                       seconds=0.0, played=0)
             self.run.save_generation(record)
@@ -256,7 +266,11 @@ class ZeroLoop:
                       parallel=self.s.parallel, seed=self._seed(gen, i),
                       cpu_only=self.s.cpu_only, gpus=list(self.s.gpus),
                       max_moves=self.s.max_moves, network_backend=self.s.network_backend,
-                      dumbpass=sp.get("dumbpass", True), noise=sp.get("noise", True))
+                      dumbpass=sp.get("dumbpass", True), noise=sp.get("noise", True),
+                      full_share=sp.get("full_share", 1.0),
+                      cheap_visits=sp.get("cheap_visits", 0), forced_k=sp.get("forced_k", 0.0),
+                      checked_resign=sp.get("checked_resign", False),
+                      resign_evidence=self._resign_evidence(gen))
                  for i, games in enumerate(sp["jobs"])]
         target = sum(sp["jobs"])
         before = len(finished_games(folder))
@@ -289,6 +303,17 @@ class ZeroLoop:
                  f"{sp['moves'] * per_second:.1f} moves/s, "
                  f"{sp['playouts'] * per_second:.0f} playouts/s; "
                  f"{', '.join(sp['backends']) or 'backend not reported'})")
+
+    def _resign_evidence(self, gen: int, generations: int = 4) -> list[str]:
+        """The job folders of the last `generations` generations' self-play before `gen`:
+        their no-resign games decide whether checked resignation may resign."""
+        earlier = [r for r in self.run.generations() if r["gen"] < gen][-generations:]
+        folders = []
+        for record in earlier:
+            folder = self.run.root / record.get("selfplay", {}).get("dir", "-")
+            if folder.is_dir():
+                folders += sorted(str(p) for p in folder.iterdir() if p.is_dir())
+        return folders
 
     def _selfplay_estimate(self, gen: int, visits: int, games: int) -> str:
         """`about 12 min at generation 3's pace`: the newest finished self-play at the same
