@@ -174,8 +174,11 @@ def test_a_gpu_without_cuda_is_a_clear_error(small, monkeypatch):
 
 
 def test_without_torch_the_registry_says_what_to_install(small, monkeypatch):
+    import re
+
+    from leelaz.install_hints import torch_install_hint
     monkeypatch.setattr(torch_backend, "torch", None)
-    with pytest.raises(BackendUnavailable, match=r"pip install 'leelaz\[torch\]'"):
+    with pytest.raises(BackendUnavailable, match=re.escape(torch_install_hint())):
         create_backend("torch", small)
 
 

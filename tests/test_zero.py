@@ -550,7 +550,7 @@ def _tree(pid: int) -> dict[int, str]:
 def test_a_killed_ray_driver_takes_its_private_cluster_along(tmp_path):
     """SIGKILL of `zero --ray auto` mid self-play: within 20 s no process it started (the
     raylet, the GCS, Ray's agents, the workers) is left."""
-    need_ray()
+    requires("ray")
     run = tmp_path / "run"
     env = _env()
     env.pop("RAY_ADDRESS", None)
