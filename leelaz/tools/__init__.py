@@ -25,6 +25,7 @@ VERBS = {
     "dump-supervised": "leelaz.tools.dump_supervised",
     "selfplay": "leelaz.tools.selfplay",
     "zero": "leelaz.tools.zero",
+    "review": "leelaz.tools.review",
 }
 
 
