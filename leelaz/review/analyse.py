@@ -87,10 +87,11 @@ class PositionSearch(GameInPlay):
     root's evaluation and the leaves go into the round's network call; when the search
     stops, `advance` returns its Analysis (the runner's "finished game")."""
 
-    def __init__(self, state, search: UCTSearch, limits: Limits):
+    def __init__(self, state, search: UCTSearch, limits: Limits, restrictions=None):
         # GameInPlay's stepping state only: this "game" plays no move.
         self.state = state
         self.search = search
+        self.restrictions = restrictions  # lz-analyze's avoid/allow (gtp/analysis.py)
         self.should_stop = None
         self.on_move = None
         self._position_limits = limits
@@ -99,11 +100,27 @@ class PositionSearch(GameInPlay):
         self._searching = False
         self._waiting = None
         self._analysis: Analysis | None = None
+        self.result = None  # the final SearchResult (lz-analyze's last report)
+        self.root_state = None  # the position searched, side to move set
+
+    def snapshot(self):
+        """The search so far (a report during the search), or None before it began."""
+        return self._run.snapshot() if self._run is not None and self._searching else None
+
+    def stop_soon(self) -> None:
+        """End the search after the batch under way (its result is what it has by then)."""
+        stop = Limits(0, 0, 0, pondering=True)
+        self._position_limits = stop
+        if self._run is not None:
+            self._limits = stop
+            if self._searching:
+                self._run.limits = stop
 
     def _start_move(self) -> bool:
         """lz-analyze's start: a fresh tree for the side to move, a ponder's limits."""
         search = self.search
-        self._run = search.start(self.state, self.state.to_move)
+        self._run = search.start(self.state, self.state.to_move, self.restrictions)
+        self.root_state = self._run.root_state
         self._limits = self._position_limits
         if self._run.root_needs_evaluation():
             self._waiting = search.evaluator.submit([self._run.root_state])
@@ -113,7 +130,7 @@ class PositionSearch(GameInPlay):
 
     def _play_move(self) -> bool:
         """The search stopped: take lz-analyze's last report; the "game" is over."""
-        result = self._run.snapshot()
+        result = self.result = self._run.snapshot()
         self._run, self._searching = None, False
         best = result.best()
         if best is None or best.visits == 0:
@@ -132,7 +149,7 @@ def analyse(jobs: list, side: EngineSide, settings: ReviewSettings,
             done: Callable[[object, Analysis], None]) -> None:
     """Search every `(key, state)` of `jobs`, `settings.parallel` at a time; `done(key,
     analysis)` is called as each finishes (in any order). Errors propagate."""
-    params, cache_entries = search_params(settings, _network_bytes(side))
+    params, cache_entries = search_params(settings, network_bytes(side))
     in_flight = max(1, min(settings.parallel, len(jobs)))
     if settings.seconds:
         limits = Limits(UNLIMITED, UNLIMITED, max(1, int(settings.seconds * in_flight * 100)))
@@ -157,6 +174,6 @@ def analyse(jobs: list, side: EngineSide, settings: ReviewSettings,
     GameRunner(in_flight, next_job, new_game, commit, [side]).run()
 
 
-def _network_bytes(side: EngineSide) -> int:
+def network_bytes(side: EngineSide) -> int:
     """The network's size in Leela Zero's accounting (what the engine's memory split uses)."""
     return Network(side.weights, side.backend).estimated_size()

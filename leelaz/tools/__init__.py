@@ -26,6 +26,7 @@ VERBS = {
     "selfplay": "leelaz.tools.selfplay",
     "zero": "leelaz.tools.zero",
     "review": "leelaz.tools.review",
+    "analysis": "leelaz.tools.analysis",
 }
 
 
