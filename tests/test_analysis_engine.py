@@ -1,5 +1,5 @@
 """`leelaz analysis`, the JSON-lines engine, driven with queries written from KataGo's own
-documented examples (docs/Analysis_Engine.md of KataGo): every final reply equals what
+documented examples (KataGo's analysis-engine protocol document): every final reply equals what
 `lz-analyze` reports for the same position and visits in a freshly started engine
 (`-g -t 1 -v N -s SEED`, the position given by `loadsgf`), priorities order the work,
 `terminate` ends a query with exactly one final reply per turn, and malformed JSON, unknown

@@ -1,5 +1,5 @@
-"""`leelaz analysis`: a JSON-lines analysis engine in the shape of KataGo's (its
-docs/Analysis_Engine.md), the honest subset, with every position batched with the others.
+"""`leelaz analysis`: a JSON-lines analysis engine in the shape of KataGo's (its analysis
+engine's protocol document), the honest subset, with every position batched with the others.
 
 Owns: `JsonEngine` (queries in, responses out, the positions in flight), `QueryError`,
 `parse_query`. Imports: json, game.*, gtp.analysis (lz-analyze's order and avoid/allow),
