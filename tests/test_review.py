@@ -344,3 +344,18 @@ def test_without_matplotlib_one_line_and_no_plot(tmp_path):
         "matplotlib is not installed: no winrate plot (pip install 'leelaz[zero]' or "
         "matplotlib)"]
     assert sorted(p.name for p in out.iterdir()) == ["game.review.md", "game.review.sgf"]
+
+
+def test_seconds_instead_of_visits(tmp_path):
+    (tmp_path / "game.sgf").write_text(HANDMADE)
+    out = tmp_path / "out"
+    run = _review([str(tmp_path / "game.sgf"), "-o", str(out), "-w", NET, "--cpu-only",
+                   "--seconds", "0.02", "--json", "-q"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    data = _json(out, "game")
+    assert data["seconds"] == 0.02 and data["visits"] is None
+    assert len(data["positions"]) == 14 and all(p["visits"] >= 1 for p in data["positions"])
+    assert "0.02 s a position" in run.stdout
+    both = _review([str(tmp_path / "game.sgf"), "-o", str(out), "-v", "5", "--seconds", "1"],
+                   tmp_path)
+    assert both.returncode == 1 and both.stderr.startswith("ERROR: give --visits or --seconds")
