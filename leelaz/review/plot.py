@@ -33,15 +33,16 @@ def write_plot(report: GameReport, path) -> None:
     ax.plot(xs, ys, color="black", linewidth=1.2, label="Black's winrate")
     ax.axhline(50, color="0.5", linewidth=0.6, linestyle="--")
     for color, style in ((BLACK, "v"), (WHITE, "^")):
-        for m in report.drops(color):
+        for i, m in enumerate(report.drops(color)):
             n = m.move.number
             ax.plot([n], [ys[n]], style, color="red" if color == BLACK else "blue",
-                    markersize=6)
+                    markersize=6, label=None if i else
+                    f"{'Black' if color == BLACK else 'White'}'s largest drops")
             ax.annotate(str(n), (n, ys[n]), textcoords="offset points", xytext=(0, 6),
                         ha="center", fontsize=7)
     black, white = report.players
-    ax.set_title(f"{black} (B) – {white} (W): Black's winrate; marked: each side's "
-                 f"largest drops", fontsize=9)
+    ax.set_title(f"{black} (B) – {white} (W): Black's winrate", fontsize=9)
+    ax.legend(loc="upper right", fontsize=7)
     ax.set_xlabel("move")
     ax.set_ylabel("Black's winrate (%)")
     ax.set_xlim(0, max(1, len(xs) - 1))
