@@ -69,14 +69,14 @@ class ReviewSettings:
     parallel: int = DEFAULT_PARALLEL  # positions in flight
 
 
-def search_params(settings: ReviewSettings, network_bytes: int):
+def search_params(settings: ReviewSettings, net_bytes: int):
     """The engine's search settings for `-g -t 1 -v N --noponder` (gtp/search_commands.py),
     with the tree limit its default memory budget gives (leelaz/memory.py)."""
     cfg = EngineConfig(cpu_only=True, threads=1, ponder=False, quiet=True, timemanage="off",
                        visits=0 if settings.seconds else settings.visits)
     params = params_from_config(cfg, batch_size=1)
     try:
-        split = split_memory(DEFAULT_MAX_MEMORY_BYTES, DEFAULT_CACHE_PCT, network_bytes)
+        split = split_memory(DEFAULT_MAX_MEMORY_BYTES, DEFAULT_CACHE_PCT, net_bytes)
     except ValueError:
         return params, None
     return dataclasses.replace(params, max_tree_bytes=split.max_tree_bytes), split.cache_entries
