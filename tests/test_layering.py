@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "leelaz"
 # where FORBIDDEN says otherwise.
 LAYERS = {"game": 0, "backends": 1, "nn": 2, "search": 3, "training": 4,
           "search_processes": 4, "gtp": 5, "cli": 6,
-          "tools": 6, "selfplay": 6, "zero": 6, "__main__": 7}
+          "tools": 6, "selfplay": 6, "zero": 6, "review": 6, "__main__": 7}
 FORBIDDEN = {
     "game": {"backends", "nn", "search", "training", "gtp", "cli", "config"},
     "backends": {"game", "nn", "search", "training", "gtp", "cli"},

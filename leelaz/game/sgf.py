@@ -2,7 +2,9 @@
 
 Owns: splitting a collection into games the way Leela Zero does, a tolerant parser for one game
 (nodes, multi-valued properties, escapes, variations), reading .sgf and .sgf.gz files, the
-`SgfError` raised for anything malformed, and the printsgf layout (src/SGFTree.cpp).
+`SgfError` raised for anything malformed, the printsgf layout (src/SGFTree.cpp), and writing a
+parsed tree back (`format_game`: every property, comment and variation kept, for tools that
+annotate a game, such as `leelaz review`).
 Replaying a game onto a board lives in game/sgf_replay.py, which is the only caller that needs
 GameState; this module knows nothing about boards.
 Imports: stdlib, files (bounded reading) and game.coords only.
@@ -497,6 +499,41 @@ def iter_file_games(path: str | Path) -> list[SgfGame | SgfError]:
     return games_in_text(read_text(path), str(path))
 
 
+# ---- writing a parsed tree back ----------------------------------------------------------------
+
+def escape_value(text: str) -> str:
+    """A property value as SGF writes it: `\\` and `]` escaped, everything else as it is."""
+    return text.replace("\\", "\\\\").replace("]", "\\]")
+
+
+def _node_text(node: SgfNode) -> str:
+    return ";" + "".join(name + "".join(f"[{escape_value(v)}]" for v in values)
+                         for name, values in node.props.items())
+
+
+def format_game(game: SgfGame) -> str:
+    """The SGF text of a parsed game: its nodes, with their properties in file order, and
+    its variations (first child = main line), one node per line. `parse_game` of the text
+    gives the same tree back. Iterative, so that a long game or deep variations never meet
+    Python's recursion limit."""
+    parts: list[str] = []
+    stack: list[SgfNode | None] = [game.root]  # None closes a tree
+    while stack:
+        node = stack.pop()
+        if node is None:
+            parts.append(")")
+            continue
+        parts.append("(")
+        while True:
+            parts.append(_node_text(node) + "\n")
+            if len(node.children) != 1:
+                break
+            node = node.children[0]
+        stack.append(None)
+        stack.extend(reversed(node.children))
+    return "".join(parts) + "\n"
+
+
 # ---- writing: Leela Zero's printsgf ----------------------------------------------------------
 
 def result_text(score: float) -> str:
@@ -549,7 +586,8 @@ def format_printsgf(*, komi: float, clock_sgf: str, weights_path: str, result: s
 
 
 __all__ = [
-    "PASS", "SgfError", "SgfGame", "SgfNode", "engine_player_name", "format_printsgf",
+    "PASS", "SgfError", "SgfGame", "SgfNode", "engine_player_name", "escape_value",
+    "format_game", "format_printsgf",
     "games_in_text", "iter_file_games", "parse_collection", "parse_game", "read_file", "read_first_game",
     "read_text", "result_text", "split_games",
 ]

@@ -1,6 +1,6 @@
 """lz-analyze / lz-genmove_analyze: the tag grammar and the `info move ...` line (src/GTP.cpp).
 
-Owns: `AnalyzeTags` (+ `parse_analyze_tags`) and `format_info_line`.
+Owns: `AnalyzeTags` (+ `parse_analyze_tags`), `ordered_rows` and `format_info_line`.
 Imports: game.coords, search.result.
 
 Tags, in any order: a bare integer (interval in centiseconds), `interval N`, `minmoves N`,
@@ -162,11 +162,14 @@ def _cmp(a, b) -> int:
     return -1 if _less(a, b) else (1 if _less(b, a) else 0)
 
 
-def format_info_line(result: SearchResult, min_moves: int = 0) -> str:
-    """The whole `info move ...` line of one report, newline included ('' without children)."""
+def ordered_rows(result: SearchResult, min_moves: int = 0) -> list[tuple]:
+    """The entries of one report in lz-analyze's order (best first): (move, visits,
+    winrate, prior, lcb, exceeded, pv) per listed child, winrate 0 when unvisited. The
+    info line is made of them, and so are other reports of the same numbers (the JSON
+    analysis mode)."""
     children = result.children
     if not children:
-        return ""
+        return []
     max_visits = max(c.visits for c in children)
     rows = []
     for c in children:
@@ -176,6 +179,14 @@ def format_info_line(result: SearchResult, min_moves: int = 0) -> str:
         rows.append((c.move, c.visits, c.winrate if c.visits else 0.0, c.prior, c.lcb,
                      exceeded, c.pv))
     rows.sort(key=functools.cmp_to_key(_cmp), reverse=True)
+    return rows
+
+
+def format_info_line(result: SearchResult, min_moves: int = 0) -> str:
+    """The whole `info move ...` line of one report, newline included ('' without children)."""
+    rows = ordered_rows(result, min_moves)
+    if not rows:
+        return ""
     entries = []
     for order, (move, visits, winrate, prior, lcb, _, pv) in enumerate(rows):
         pv_text = " ".join(gtp_vertex(m) for m in pv)

@@ -1,6 +1,6 @@
-"""GTP commands that look at the network itself: heatmap, lz-memory_report, netbench.
+"""GTP commands that look at the network itself: heatmap, lz-memory_report, netbench, clear_cache.
 
-Owns: `register(engine)` and the three handlers. Imports: gtp.protocol, nn.network (names only),
+Owns: `register(engine)` and the four handlers. Imports: gtp.protocol, nn.network (names only),
 leelaz.memory, stdlib, numpy. Reads the session's network (a Network, set by the composition
 root), state and, for the memory report, search when there is one.
 
@@ -114,8 +114,21 @@ def netbench(engine, cmd) -> str:
     return ""
 
 
+def clear_cache(engine, cmd) -> str:
+    """Empty the network cache (Leela Zero's `next` branch, src/GTP.cpp: `clear_cache` calls
+    Network::nncache_clear): every position is evaluated by the network again, as after a
+    restart, for instance to see a fresh random symmetry. The tree is left alone (as there):
+    positions it already holds are not evaluated again until it is cleared (clear_board).
+    Without a network there is nothing to clear and the reply is still empty."""
+    network = engine.session.network
+    if network is not None:
+        network.cache.clear()
+    return ""
+
+
 def register(engine) -> None:
-    """Add heatmap, lz-memory_report and the hidden netbench to the engine."""
+    """Add heatmap, lz-memory_report, clear_cache and the hidden netbench to the engine."""
     engine.add_command("heatmap", lambda cmd: heatmap(engine, cmd))
     engine.add_command("lz-memory_report", lambda cmd: memory_report(engine, cmd))
+    engine.add_command("clear_cache", lambda cmd: clear_cache(engine, cmd))
     engine.add_command("netbench", lambda cmd: netbench(engine, cmd), hidden=True)

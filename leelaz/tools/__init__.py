@@ -23,6 +23,8 @@ VERBS = {
     "train": "leelaz.tools.train",
     "match": "leelaz.tools.match",
     "zero": "leelaz.tools.zero",
+    "review": "leelaz.tools.review",
+    "analysis": "leelaz.tools.analysis",
     "dump-supervised": "leelaz.tools.dump_supervised",
     "weights": "leelaz.tools.weights",
     "bench": "leelaz.tools.bench",

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import click
 
-from leelaz.tools.bench import analyze, board, data, engine, genmove, net, search, selfplay, startup
+from leelaz.tools.bench import (analyze, board, data, engine, genmove, net, review, search,
+                                selfplay, startup)
 from leelaz.tools.bench.common import CONTEXT
 
 EPILOG = """\b
@@ -23,6 +24,7 @@ Examples:
   leelaz bench genmove --genmoves 6             (playouts a move at 0.5 s a move, both)
   leelaz bench selfplay -v 1601 --parallel 32 --workers 8 --reference-k 4,8
   leelaz bench startup --runs 7                    (time to answer protocol_version)
+  leelaz bench review --sgf GAMES.sgf.gz --games 10 -v 400   (vs GoReviewPartner's loop)
 """
 
 
@@ -31,5 +33,5 @@ def command() -> None:
     """Benchmarks, ours and the C++ Leela Zero 0.17's in the same run."""
 
 
-for _mode in (board, net, search, engine, analyze, genmove, data, selfplay, startup):
+for _mode in (board, net, search, engine, analyze, genmove, data, selfplay, startup, review):
     command.add_command(_mode.command)
