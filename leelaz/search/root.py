@@ -6,9 +6,8 @@ drop superko repeats and an avoided pass, add noise with -n), `root_needs_evalua
 `dirichlet_noise`, and the small helpers about the root (`kept_boards`, `to_move`). Imports:
 game.coords, search.node, search.expansion (FLT_MIN).
 
-The root's selection, `RootSelector`, stays in node.py beside `UCTNode.select_child`: its
-score is a deliberate inlined copy of select_child's arithmetic, and the two copies sit in one
-module with the test that keeps them equal (tests/test_node.py).
+The root's selection, `RootSelector`, is search/select.py's, beside the plain selection and
+the one PUCT score they share (tests/test_select.py keeps them equal).
 """
 
 from __future__ import annotations

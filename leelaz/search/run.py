@@ -3,9 +3,10 @@
 Owns: `SearchRun` (one per think/ponder call: the root state and colour, the limits, the batch
 in flight, the playout and node counters, the positions the tree may still keep), `Limits` and
 `Progress` (what stops a run and whom it reports to), the descent, the general expansion and
-the backup. Imports: search.node, search.expansion, search.stats, search.timemanage,
-leelaz.batching (the batch policy), leelaz.memory (the tree's size). UCTSearch (search.py)
-makes a run per call and keeps the tree, the parameters and the evaluator across calls.
+the backup. Imports: search.node, search.select, search.expansion, search.stats,
+search.timemanage, leelaz.batching (the batch policy), leelaz.memory (the tree's size).
+UCTSearch (search.py) makes a run per call and keeps the tree, the parameters and the
+evaluator across calls.
 
 One batch (hot path, `collect` -> `submit` -> `apply`): up to `size` playouts descend from the
 root on the positions the nodes keep (or on copies: `board.copy()` + `play_move()`), each
@@ -65,10 +66,10 @@ from leelaz.game.coords import BLACK, PASS
 from leelaz.search import stats, timemanage
 from leelaz.search.expansion import (expand_batch, legal_points, pass_allowed,
                                      request_compiled)
-from leelaz.search.node import (INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector,
-                                UCTNode, backup)
+from leelaz.search.node import UCTNode, backup
 from leelaz.search.result import SearchResult
 from leelaz.search.root import prepare_root, root_needs_evaluation
+from leelaz.search.select import INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector
 
 #: Consecutive batches without a single playout or expansion after which a search gives up.
 STALL_LIMIT = 100
@@ -448,7 +449,7 @@ class SearchRun:
     def _descend(self, ratio: float, deeper: set[int], kept: dict[int, ChildScores]):
         """One descent from the root (hot path). Returns (kind, path, leaf state or value).
 
-        Nodes with many children select through their ChildScores in `kept` (node.py), the
+        Nodes with many children select through their ChildScores in `kept` (select.py), the
         root through the run's RootSelector.
 
         Positions come from the nodes (`UCTNode.board`) where the tree kept them; only a
