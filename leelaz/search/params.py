@@ -5,8 +5,9 @@ used by the engine and self-play alike) and the `UNLIMITED` sentinel. Imports: s
 leelaz.batching and leelaz.memory (the batch policy's and the tree limit's defaults).
 
 `from_config` maps the command-line flags (config.EngineConfig) into it; lz-setoption
-replaces it with `dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in search/ reads globals.
-Flag names are given per field (as Leela Zero's src/Leela.cpp spells them).
+replaces it with `dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in
+search/ reads globals. Flag names are given per field (as Leela Zero's src/Leela.cpp spells
+them).
 """
 
 from __future__ import annotations
