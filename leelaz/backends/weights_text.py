@@ -1,8 +1,11 @@
-"""Reading Leela Zero weights files (Network::load_v1_network) into NetWeights.
+"""The text of Leela Zero weights files (Network::load_v1_network), read and parsed into
+NetWeights.
 
-Owns: `load_weights(path) -> NetWeights`, `parse_tensors`/`parse_weights(data, source)`,
-`assemble`, `WeightsError`, and `weights_summary` (the start-up line Leela Zero prints).
-Imports: numpy, backends.base, files (bounded reading); backends.weights_cache lazily.
+Owns: `read_text(path)`, `parse_tensors`/`parse_weights(data, source)`, `assemble`,
+`WeightsError`, and `weights_summary` (the start-up line Leela Zero prints). Imports: numpy,
+backends.base, files (bounded reading). Callers load a file with backends/weights.py's
+`load_weights` (the text, or the parsed cache of backends/weights_cache.py, which parses with
+this module too).
 
 The file is text, one parameter tensor per line after the version line; gzip is detected by its
 magic bytes, never by the file name. Blocks and filters are inferred: filters F from the input
@@ -96,18 +99,6 @@ def _check_head(head: bytes, source: str) -> None:
     """Refuse a file whose first line is not a version, from its first bytes alone (the
     whole text is checked again when parsed)."""
     _version([head.split(b"\n", 1)[0][:20]], source)
-
-
-def load_weights(path: str | os.PathLike, cache: bool = False) -> NetWeights:
-    """Load a version 1 or 2 Leela Zero weights file (plain text or gzip).
-
-    With cache, the parsed tensors are kept in the user data folder (weights_cache), keyed by
-    the file's hash: the engine's later starts skip the text parsing."""
-    path = os.fspath(path)
-    if cache:
-        from leelaz.backends import weights_cache
-        return weights_cache.load(path)
-    return parse_weights(read_text(path), path)
 
 
 def _expected_sizes(filters: int, blocks: int) -> list[int]:
