@@ -1,10 +1,11 @@
 """The import rule of CONTRIBUTING.md, checked on the source: calls go one way only.
 
-cli and its verbs (tools/) > selfplay/, zero/ > gtp > training, search_processes > search > nn >
+cli, its verbs (tools/) and zero/ > gtp > selfplay/ > training, search_processes > search > nn >
 backends, with game/ at the bottom. A module may import its own layer or lower ones; game/
 imports nothing outside game/; backends/ never sees game/, search/ or nn/; search/ never
-imports nn/ (it is handed an evaluator); selfplay/ never imports the GTP front end or cli, and
-the verbs (tools/) never reach into cli (cli imports them). Imports inside functions count as
+imports nn/ (it is handed an evaluator); selfplay/ is below the GTP front end (it gets its
+search settings from search/params.py, not from gtp/); the verbs (tools/) never reach into
+cli (cli imports them). Imports inside functions count as
 much as those at the top of a module, and no modules import each other in a circle.
 """
 
@@ -20,13 +21,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "leelaz"
 # Lower number = lower layer. A module may import layers with a number <= its own, except
 # where FORBIDDEN says otherwise.
 LAYERS = {"game": 0, "backends": 1, "nn": 2, "search": 3, "training": 4,
-          "search_processes": 4, "gtp": 5, "cli": 6,
-          "tools": 6, "selfplay": 6, "zero": 6, "__main__": 7}
+          "search_processes": 4, "selfplay": 5, "gtp": 6, "cli": 7,
+          "tools": 7, "zero": 7, "__main__": 8}
 FORBIDDEN = {
     "game": {"backends", "nn", "search", "training", "gtp", "cli", "config"},
     "backends": {"game", "nn", "search", "training", "gtp", "cli"},
     "search": {"nn"},
-    "selfplay": {"gtp", "cli"},
     "tools": {"cli"},
 }
 
