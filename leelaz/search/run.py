@@ -135,6 +135,7 @@ class SearchRun:
         self.rng = search.rng
         self.log = search.log
         self.report_root = search.report_root
+        self.gather_reports = search.gather_reports
         self.root: UCTNode = search.root
         self.root_state = root_state
         self.color = color
@@ -200,6 +201,7 @@ class SearchRun:
         finally:
             self.in_flight = None  # after an error the caller resets the tree
         if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
+            self.gather_reports(False)
             progress.on_progress(self.snapshot())
 
     # ------------------------------------------------------------------ the loop, in steps
@@ -249,6 +251,7 @@ class SearchRun:
         interval_cs, on_progress = progress.interval_cs, progress.on_progress
         if interval_cs and on_progress and elapsed_cs - self._last_output > interval_cs:
             self._last_output = self.progress_shown = elapsed_cs
+            self.gather_reports(False)
             on_progress(self.snapshot())
         if not limits.pondering and elapsed_cs - self._last_update > 250:
             self._last_update = elapsed_cs
@@ -550,7 +553,8 @@ class SearchRun:
     # ------------------------------------------------------------------ reports
     def snapshot(self, move=None, root: UCTNode | None = None) -> SearchResult:
         """The root's children now (progress reports): `root`, else the search's
-        `report_root` of the run's root (its own, or merged with other processes' trees)."""
+        `report_root` of the run's root (its own, or merged with other processes' trees, as
+        the search's `gather_reports` last gathered them). Only reads."""
         if root is None:
             root = self.report_root(self.root, False)
         return stats.snapshot(root, self.color, self.root_state.move_num, move=move,
