@@ -245,10 +245,7 @@ class RootSelector:
         Selecting outside `select` changes a child `select` did not pick last, so the kept
         scores are forgotten."""
         nodes = self.nodes
-        total = 0
-        for c in nodes:
-            if c.status != INVALID:
-                total += c.visits
+        total = visited_sums(nodes)[0]
         for c in nodes:
             pending = c.virtual_loss / max(1, virtual_loss)
             if c.visits and c.status == ACTIVE and \
