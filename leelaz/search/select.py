@@ -22,11 +22,12 @@ The score (the AlphaGo Zero paper's notation, as in search/node.py):
     score  Q + c_puct * sqrt(Npar * ln(log_puct * Npar + log_const)) * P / (1 + N)
 The first strictly best ACTIVE child wins, in child order (LZ's `value > best_value`).
 
-`child_score` is the reference. Two hot paths repeat it inline on purpose: `child_scores` for
-whole lists (a Python call per child cost a third of the selectors' rescoring) and
-`select_child`'s loop (see there). tests/test_node.py keeps `child_scores` equal to it to the
-last bit, and tests/test_select.py keeps every selector's choice and scores equal to the
-reference's on searched trees.
+`visited_sums`, `puct_terms` and `child_score` are the reference, which the selectors use.
+Two hot paths repeat them inline on purpose: `child_scores` (the score, for whole lists: a
+Python call per child cost a third of the selectors' rescoring) and `select_child` (all three,
+see there). tests/test_node.py keeps `child_scores` equal to `child_score` to the last bit,
+and tests/test_select.py keeps every selector's choice and scores equal to Leela Zero's score
+computed independently, on searched trees.
 """
 
 from __future__ import annotations
@@ -139,16 +140,27 @@ def select_child(node, color: int, fpu_reduction: float, c_puct: float, log_puct
     """PUCT selection at `node` (hot path; UCTNode.select_child). Assumes the node has
     children; None when no child is ACTIVE.
 
-    The loop is `child_score` inlined on purpose, with the first strictly best kept as it
-    goes: below the root most nodes have one to a few inflated children, where scoring them
-    into a list (`child_scores`) and taking its max cost half as much again per descent
-    step. The compact children (search/node.py) are sorted by prior and a never-selected
-    child scores `fresh_score`, so only the first of them can beat the inflated ones: it is
-    inflated when it does."""
+    A deliberate inlined copy of `visited_sums`, `puct_terms` and `child_score` (hot path:
+    every descent step below the root, where most nodes have one to a few inflated children):
+    calling them cost the search's selection a tenth more instructions, and scoring into a
+    list (`child_scores`) and taking its max half as much again. The compact children
+    (search/node.py) are sorted by prior and a never-selected child scores `fresh_score`, so
+    only the first of them can beat the inflated ones: it is inflated when it does."""
     children = node.children
-    parent_visits, visited_policy = visited_sums(children)
-    fpu, cn, _, white = puct_terms(node, color, parent_visits, visited_policy, fpu_reduction,
-                                   c_puct, log_puct, log_const, dynamic_fpu)
+    parent_visits = 0
+    visited_policy = 0.0
+    for c in children:
+        if c.status != INVALID:
+            n = c.visits
+            if n:
+                parent_visits += n
+                visited_policy += c.prior
+    numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+    cn = c_puct * numerator
+    base = node.black_wins / node.visits if dynamic_fpu and node.visits else node.net_eval
+    fpu = base if color == BLACK else 1.0 - base
+    fpu -= fpu_reduction * math.sqrt(visited_policy)
+    white = color == WHITE
     best = None
     best_score = -1e300
     for c in children:
