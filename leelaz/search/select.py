@@ -212,7 +212,7 @@ class RootSelector:
     """
 
     __slots__ = ("touched", "nodes", "untouched", "start", "offset", "fresh", "policy",
-                 "scores", "scored_for", "last", "terms")
+                 "scores", "scored_for", "last", "terms", "out_of_order")
 
     def __init__(self, root):
         touched = []
@@ -226,6 +226,9 @@ class RootSelector:
         self.touched = touched  # (order, child), in child order
         self.nodes = [c for _, c in touched]  # the same children, alone
         self.untouched = untouched  # (-prior, order, child), best first
+        #: The untouched children are not in child order (root noise): equal fresh scores
+        #: must then be looked for (`select`); in prior order the first of them is the earliest.
+        self.out_of_order = any(a[1] > b[1] for a, b in zip(untouched, untouched[1:]))
         self.start = 0  # untouched[:start] have been selected (moved to touched)
         valid = sum(c.visits for c in root.children if c.status != INVALID)
         self.offset = root.visits - valid  # Npar = root.visits - offset
@@ -307,7 +310,8 @@ class RootSelector:
             # cn being 0; else priors a rounding apart) go to the earliest in child order, as
             # in select_child: with noise the root's children are not in prior order.
             j = k + 1
-            while j < len(untouched) and fresh_score(untouched[j][2].prior, fpu, cn) == score:
+            while self.out_of_order and j < len(untouched) and \
+                    fresh_score(untouched[j][2].prior, fpu, cn) == score:
                 if not untouched[j][2].status and untouched[j][1] < i:
                     k = j
                     neg_prior, i, c = untouched[k]
