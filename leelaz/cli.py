@@ -25,7 +25,6 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from pathlib import Path
 
 import click
 
@@ -33,7 +32,8 @@ from leelaz.install_hints import torch_install_hint
 
 from leelaz.batching import resolve_threads, search_batch_size
 from leelaz.config import (BACKEND_CHOICES, BACKEND_HELP, DEFAULT_WEIGHTS, PRECISION_CHOICES,
-                           TIMEMANAGE_CHOICES, EngineConfig, resolve_dyn_komi)
+                           TIMEMANAGE_CHOICES, EngineConfig, find_weights, resolve_dyn_komi,
+                           shipped_weights)
 from leelaz import GTP_VERSION, __version__
 from leelaz.tools import VERBS, is_verb, run_verb, verb_summary
 
@@ -368,34 +368,6 @@ def _safe_write(stream, text: str) -> None:
         stream.flush()
     except (OSError, ValueError):
         pass
-
-
-def find_weights(cfg: EngineConfig) -> str | None:
-    """The network to load: -w, else Leela Zero's default path if it is a file, else the one
-    shipped in the package (shipped_weights), else None; --help says so
-    (_default_network_rule)."""
-    if cfg.weights is not None:
-        return cfg.weights
-    if os.path.isfile(DEFAULT_WEIGHTS):
-        return DEFAULT_WEIGHTS
-    return shipped_weights()
-
-
-def shipped_weights() -> str | None:
-    """The network shipped with leelaz: the first *.gz by name in the checkout's weights/
-    folder, else in the installed package's (where a wheel puts weights/: leelaz.weights)."""
-    folders = [Path(__file__).resolve().parent.parent / "weights"]  # a checkout
-    try:
-        import leelaz.weights as pkg  # an installed package: weights/ becomes leelaz.weights
-
-        folders += [Path(p) for p in pkg.__path__]
-    except ImportError:
-        pass
-    for folder in folders:
-        nets = sorted(folder.glob("*.gz")) if folder.is_dir() else []
-        if nets:
-            return str(nets[0])
-    return None
 
 
 def identity_line(path: str | None, weights) -> str:

@@ -1,9 +1,10 @@
 """Start-up settings, as frozen dataclasses with Leela Zero 0.17's defaults (src/GTP.cpp).
 
-Owns: EngineConfig (everything the command line sets) and DynKomiParams (the dynamic-komi
-fork's flags, resolved and checked by resolve_dyn_komi). Imports: stdlib only; anyone may import
-it. The thread and batch-size resolution that Leela.cpp does after parsing lives with the rest
-of the batch policy in batching.py.
+Owns: EngineConfig (everything the command line sets), DynKomiParams (the dynamic-komi
+fork's flags, resolved and checked by resolve_dyn_komi) and where the network is found without
+-w (`find_weights`, `shipped_weights`: the engine's and the verbs' rule). Imports: stdlib
+only; anyone may import it. The thread and batch-size resolution that Leela.cpp does after
+parsing lives with the rest of the batch policy in batching.py.
 
 Settings are passed in through constructors, never read from globals. Values that change at
 run time (lz-setoption visits, playouts, lagbuffer, resign percentage, pondering) live in the
@@ -13,6 +14,7 @@ objects that own them (the search parameters), seeded from here.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -203,3 +205,31 @@ def _check_dyn_komi(p: DynKomiParams) -> None:
         raise ValueError(f"--num-adj must be 0 or more, not {p.num_adj}")
     if p.pos and p.neg:
         raise ValueError("Cannot set both --pos and --neg.")
+
+
+def find_weights(cfg: EngineConfig) -> str | None:
+    """The network to load: -w, else Leela Zero's default path if it is a file, else the one
+    shipped in the package (shipped_weights), else None; the engine's --help says so
+    (cli._default_network_rule)."""
+    if cfg.weights is not None:
+        return cfg.weights
+    if os.path.isfile(DEFAULT_WEIGHTS):
+        return DEFAULT_WEIGHTS
+    return shipped_weights()
+
+
+def shipped_weights() -> str | None:
+    """The network shipped with leelaz: the first *.gz by name in the checkout's weights/
+    folder, else in the installed package's (where a wheel puts weights/: leelaz.weights)."""
+    folders = [Path(__file__).resolve().parent.parent / "weights"]  # a checkout
+    try:
+        import leelaz.weights as pkg  # an installed package: weights/ becomes leelaz.weights
+
+        folders += [Path(p) for p in pkg.__path__]
+    except ImportError:
+        pass
+    for folder in folders:
+        nets = sorted(folder.glob("*.gz")) if folder.is_dir() else []
+        if nets:
+            return str(nets[0])
+    return None

@@ -45,7 +45,7 @@ def _random(weights: NetWeights | None, **options) -> Backend:
 def _check(weights: NetWeights, **options) -> Backend:
     from leelaz.backends.check_backend import CheckBackend
 
-    return CheckBackend(weights, **options)
+    return CheckBackend(weights, create=create_backend, **options)
 
 
 REGISTRY = {"numpy": _numpy, "opencl": _opencl, "torch": _torch, "random": _random, "check": _check}

@@ -1,7 +1,9 @@
 """The `check` backend: another backend whose answers are compared with a reference's.
 
 Owns: `CheckBackend`, `SelfCheckError` and `check_error`, the one measure of disagreement.
-Imports: numpy, backends.base, and backends.numpy_backend lazily (the default reference).
+Imports: numpy, backends.base, and backends.numpy_backend lazily (the default reference); an
+inner backend given by name is made with the registry's `create_backend`, which the registry
+hands it.
 
 As lc0's `check` network: wrap a backend under test (`inner`, by registry name or as an
 object) and a reference (NumPy by default); a batch is re-run on the reference with probability
@@ -47,12 +49,16 @@ class CheckBackend(Backend):
 
     def __init__(self, weights: NetWeights, inner: Backend | str = "numpy",
                  reference: Backend | None = None, probability: float = 1.0,
-                 tolerance: float = 0.2, seed: int | None = None, **options):
-        from leelaz.backends import create_backend
-
+                 tolerance: float = 0.2, seed: int | None = None, create=None, **options):
+        """`create` is the registry's create_backend (backends/__init__.py passes it: this
+        module cannot import the registry, which imports it), for an `inner` given by name."""
         self.weights = weights
-        self.inner = create_backend(inner, weights, **options) if isinstance(inner, str) \
-            else inner
+        if isinstance(inner, str):
+            if create is None:
+                raise TypeError(f"CheckBackend: inner backend {inner!r} by name needs the "
+                                "registry's create_backend (create=)")
+            inner = create(inner, weights, **options)
+        self.inner = inner
         if reference is None:
             from leelaz.backends.numpy_backend import NumpyBackend
 

@@ -1,7 +1,7 @@
 """Which backend runs the network: the composition root calls `choose_backend` once.
 
-Owns: OpenCL device enumeration and numbering (`list_devices`, the ids --gpu takes), the
-choice of one device by id or speed (`pick_device`), and the policy. --cpu-only gives NumPy.
+Owns: the policy (OpenCL device enumeration and the choice of one device by id or speed,
+`list_devices` and `pick_device`, are backends/cl_devices.py's). --cpu-only gives NumPy.
 Otherwise OpenCL on the --gpu ID given, else on the fastest GPU; with no GPU, a CPU OpenCL device
 is used only if it beats NumPy on a timed batch (`preferred_backend`; its answer is cached per
 machine, drivers and width: choice_cache).
@@ -20,9 +20,9 @@ runs PyTorch (in half precision) where torch sees CUDA (an NVIDIA GPU with the `
 installed), since one captured CUDA graph a batch costs the search's thread far less than
 OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use the tensor cores NVIDIA's
 OpenCL leaves idle (docs/performance.md).
-Imports: backends (registry), backends.base, backends.multi_device, backends.choice_cache,
-numpy, stdlib; pyopencl only inside the functions that need it, so a machine without it still
-starts (and a start the cache answers never pays for importing it).
+Imports: backends (registry), backends.base, backends.cl_devices, backends.multi_device,
+backends.choice_cache, numpy, stdlib; pyopencl only inside the functions that need it, so a
+machine without it still starts (and a start the cache answers never pays for importing it).
 """
 
 from __future__ import annotations
@@ -37,64 +37,8 @@ import numpy as np
 
 from leelaz.backends import create_backend
 from leelaz.backends.base import INPUT_CHANNELS, Backend, BackendUnavailable, NetWeights
+from leelaz.backends.cl_devices import list_devices, pick_device
 from leelaz.backends.multi_device import MultiDeviceBackend
-
-
-def list_devices() -> list[tuple]:
-    """Every OpenCL device, numbered across platforms in order (the numbering --gpu uses).
-
-    (id, pyopencl Platform, pyopencl Device) each. Raises BackendUnavailable when there is no
-    OpenCL platform at all (ImportError without pyopencl).
-    """
-    import pyopencl as cl
-
-    try:
-        platforms = cl.get_platforms()
-    except (cl.Error, cl.LogicError, RuntimeError) as e:
-        raise BackendUnavailable(f"no OpenCL platform ({e})") from None
-    found = []
-    for platform in platforms:
-        try:
-            devices = platform.get_devices()
-        except cl.Error:
-            continue
-        for device in devices:
-            found.append((len(found), platform, device))
-    if not found:
-        raise BackendUnavailable("no OpenCL device")
-    return found
-
-
-def device_score(device) -> float:
-    """Rough speed: compute units x clock, GPUs first (as Leela Zero ranks them)."""
-    import pyopencl as cl
-
-    gpu = bool(device.type & cl.device_type.GPU)
-    return (1e9 if gpu else 0.0) + device.max_compute_units * max(device.max_clock_frequency, 1)
-
-
-def pick_device(gpus: list[int] | None = None, log=None):
-    """The device with id gpus[0], or else the best-scoring device (GPUs before CPUs).
-
-    One backend runs on one device: for several ids, device_choice builds a backend per id
-    (passing each its own `gpus=[id]`) and wraps them in a MultiDeviceBackend."""
-    import pyopencl as cl
-
-    devices = list_devices()
-    if log:
-        log(f"Detected {len({id(p) for _, p, _ in devices})} OpenCL platforms.")
-        for i, platform, device in devices:
-            log(f"Device ID: {i}  {device.name.strip()} "
-                f"({cl.device_type.to_string(device.type)}, {device.max_compute_units} CU, "
-                f"{device.max_clock_frequency} MHz) on {platform.name.strip()}")
-    if gpus:
-        by_id = {i: d for i, _, d in devices}
-        if gpus[0] not in by_id:
-            raise BackendUnavailable(f"no OpenCL device with id {gpus[0]}")
-        if len(gpus) > 1 and log:
-            log(f"One OpenCLBackend uses one device; ignoring ids {gpus[1:]}.")
-        return by_id[gpus[0]]
-    return max((d for _, _, d in devices), key=device_score)
 
 
 def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> float:

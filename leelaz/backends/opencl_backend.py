@@ -4,7 +4,7 @@ Owns: the OpenCLBackend (context and queue, buffers allocated once and grown for
 batches, weights uploaded once as Winograd U from the shared `transform_filter`, the enqueue
 plans, read-back) and precision choice (single | half | auto); the `check` backend
 (check_backend.py) compares it with NumPy. Imports: numpy, pyopencl,
-backends.base/device_choice/winograd/cl_program/tuner. The measurements behind these choices are
+backends.base/cl_devices/winograd/cl_program/tuner. The measurements behind these choices are
 in docs/performance.md.
 
 Per 3x3 convolution: sgemm_tn (36 batched products) -> out_in_transform (batch norm, residual
@@ -55,7 +55,7 @@ from leelaz.backends.base import (BOARD_SQUARES, INPUT_CHANNELS, PACKED_KOMI_BYT
                                   POLICY_OUTPUTS, VALUE_HIDDEN, Backend, BackendUnavailable,
                                   ConvBN, NetWeights)
 from leelaz.backends.cl_program import SIGNATURES, build_program, round_up
-from leelaz.backends.device_choice import pick_device
+from leelaz.backends.cl_devices import pick_device
 from leelaz.backends.tuner import GemmParams, tune
 from leelaz.backends.winograd import transform_filter
 

@@ -1,7 +1,7 @@
 """Parsed networks kept between starts, so the engine does not read the text again.
 
 Owns: `load(path) -> NetWeights` with the cache in the user data folder
-(~/.local/share/leelaz/networks/<hash>.npz). Imports: backends.weights, files, numpy, stdlib.
+(~/.local/share/leelaz/networks/<hash>.npz). Imports: backends.weights_text, files, numpy, stdlib.
 
 Why: reading a weights file's text is most of a start (the shipped 6x128 network is 22 MB
 of text: half a second; Leela Zero's C++ reader takes a fraction of that). The checked
@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 
 from leelaz.backends.base import NetWeights
-from leelaz.backends.weights import MAX_TEXT_BYTES, assemble, parse_tensors, read_text
+from leelaz.backends.weights_text import MAX_TEXT_BYTES, assemble, parse_tensors, read_text
 from leelaz.files import atomic_open, open_regular, user_data_dir
 
 #: Bump when the stored layout changes: older entries are then ignored (and age out).

@@ -1,14 +1,14 @@
 """GTP commands that search: genmove, kgs-genmove_cleanup, lz-analyze, lz-genmove_analyze,
 lz-setoption, gomill-explain_last_move, pondering, and the search part of place_free_handicap.
 
-Owns: `SearchCommands`, `register(engine)`, and `params_from_config` (EngineConfig ->
-SearchParams). Imports: gtp.protocol, gtp.analysis, game.coords, search.search,
-search.params, config.
+Owns: `SearchCommands` and `register(engine)`. Imports: gtp.protocol, gtp.analysis,
+game.coords, search.search, search.params (`SearchParams.from_config` maps the settings),
+search_processes.pool, config.
 
 Wiring (done by `register` on engine.session, so the composition root only has to set the
 session's network first):
     search          search_processes.pool.make_search(network, config, weights path,
-                    params_from_config(config), seed, diag): a UCTSearch, or with
+                    SearchParams.from_config(config), seed, diag): a UCTSearch, or with
                     several search processes (batching.search_processes: by default on a
                     GPU) a MultiTreeSearch (helper processes searching the same positions)
     ponder          () -> None, think on the opponent's time until input if pondering is
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from leelaz.batching import play_batch_size, search_batch_size
 from leelaz.game.numbers import cpp_int
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, MIB, split_memory
 from leelaz.game.coords import BLACK, PASS, RESIGN, gtp_vertex, parse_color
@@ -45,22 +44,6 @@ SETOPTION_LIST = (
     "option name Resign Percentage type spin default -1 min -1 max 30",
     "option name Pondering type check default true",
 )
-
-
-def params_from_config(cfg, batch_size: int | None = None) -> SearchParams:
-    """SearchParams from the command-line settings (EngineConfig); the batch sizes default
-    to batching.search_batch_size(cfg) and, on the clock, batching.play_batch_size(cfg)."""
-    play = 0
-    if batch_size is None:
-        batch_size = search_batch_size(cfg)
-        play = play_batch_size(cfg)
-    return SearchParams(
-        max_playouts=cfg.playouts or UNLIMITED, max_visits=cfg.visits or UNLIMITED,
-        timemanage=cfg.timemanage, lagbuffer_cs=cfg.lagbuffer, noise=cfg.noise,
-        random_count=cfg.randomcnt, random_visits=cfg.randomvisits,
-        random_temp=cfg.randomtemp, dumbpass=cfg.dumbpass, resign_pct=cfg.resignpct,
-        ponder=cfg.ponder, quiet=cfg.quiet, batch_size=max(1, batch_size),
-        play_batch_size=play)
 
 
 class SearchCommands:
@@ -289,7 +272,8 @@ def register(engine) -> SearchCommands:
     if session.search is None:
         cfg = session.config
         session.search = make_search(session.network, cfg, session.weights_path,
-                                     params_from_config(cfg), load_network=session.load_network,
+                                     SearchParams.from_config(cfg),
+                                     load_network=session.load_network,
                                      rng=cfg.seed, log=engine.diag)
     if session.network is not None:
         # As LZ at start-up: the default budget sets the tree limit and the cache size. The

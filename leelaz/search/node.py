@@ -1,9 +1,10 @@
-"""One node of the search tree: statistics, PUCT selection, expansion and the LCB.
+"""One node of the search tree: statistics, expansion, the LCB and the move order.
 
-Owns: `UCTNode`, the node statuses ACTIVE / PRUNED / INVALID, `node_less` (the order
-Leela Zero uses to rank root children), `RootSelector` (the same selection at the root,
-faster) and `ChildScores` (the same selection at a big inner node within one collection).
-Imports: numpy, game.coords, search.lcb and search.expansion (a leaf's children).
+Owns: `UCTNode`, `backup` (its update inlined over a path) and `node_less` (the order Leela
+Zero uses to rank root children). PUCT selection is search/select.py's (`select_child`, bound
+here as `UCTNode.select_child`; the statuses; `RootSelector`, `ChildScores`;
+`forced_visits`), imported here under the names the search has always used. Imports: numpy,
+game.coords, search.lcb, search.expansion (a leaf's children) and search.select.
 Nodes never call the network: search.py evaluates a batch of leaves and hands each leaf its
 policy and value through `create_children` and `update`.
 
@@ -22,13 +23,13 @@ sorted list (`children`) and the rest lives in two compact arrays (`_moves`, `_p
 only the entry at index len(children) is ever looked at during selection. The root inflates
 everything (prepare_root in search.py), after which it may be reordered freely.
 
-Hot path: `select_child` and `update` run for every node of every playout. They use __slots__,
-local aliases and no function calls in the loop; keep them that way.
+Hot path: `update` and `backup` run for every node of every playout (and select.py's
+`select_child` for most). They use __slots__, local aliases and no function calls in the
+loop; keep them that way.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import operator
@@ -39,10 +40,11 @@ import numpy as np
 from leelaz.game.coords import BLACK, PASS, WHITE
 from leelaz.search.expansion import children_of
 from leelaz.search.lcb import t_quantile
-
-ACTIVE = 0
-PRUNED = 1  # skipped by selection (root only, time management); still counts as valid
-INVALID = 2  # a superko repetition: never selected, not counted
+# The statuses and the selectors are search/select.py's; node.py is where the rest of the
+# search has always found them.
+from leelaz.search.select import (ACTIVE, INVALID, KEPT_SCORES_CHILDREN,  # noqa: F401
+                                  PRUNED, ChildScores, RootSelector, child_score,
+                                  child_scores, forced_visits, select_child)
 
 #: Welford's M2 starts here rather than at 0 (as in Leela Zero), so the variance is never 0.
 M2_START = 1e-4
@@ -221,55 +223,9 @@ class UCTNode:
                 return self.children[i]
         return None
 
-    def select_child(self, color: int, fpu_reduction: float, c_puct: float, log_puct: float,
-                     log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
-        """PUCT selection (hot path). Assumes the node has children.
-
-        Npar is the sum of the valid children's visits, Pv the prior mass of the visited ones;
-        FPU = net value for `color` - fpu_reduction * sqrt(Pv). A child waiting for its network
-        evaluation (N = 0 with virtual loss) scores -1 - fpu_reduction + U, so another leaf is
-        preferred. The first strictly best score wins, in child order. None when no child
-        is ACTIVE. `dynamic_fpu` (the dynamic-komi modes): the FPU starts from this node's
-        running mean instead of its network value, once it has visits.
-        """
-        children = self.children
-        parent_visits = 0
-        visited_policy = 0.0
-        for c in children:
-            if c.status != INVALID:
-                n = c.visits
-                if n:
-                    parent_visits += n
-                    visited_policy += c.prior
-        numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
-        cn = c_puct * numerator
-        base = self.black_wins / self.visits if dynamic_fpu and self.visits else self.net_eval
-        fpu = base if color == BLACK else 1.0 - base
-        fpu -= fpu_reduction * math.sqrt(visited_policy)
-        white = color == WHITE
-        best = None
-        best_score = -1e300
-        for c in children:
-            if c.status:  # PRUNED or INVALID
-                continue
-            n = c.visits
-            vl = c.virtual_loss
-            if n:
-                q = (c.black_wins + (vl if white else 0)) / (n + vl)
-                if white:
-                    q = 1.0 - q
-            elif vl:
-                q = -1.0 - fpu_reduction
-            else:
-                q = fpu
-            score = q + cn * c.prior / (1 + n)
-            if score > best_score:
-                best_score = score
-                best = c
-        i = len(children)
-        if i < len(self._moves) and fpu + cn * self._priors[i] > best_score:
-            best = self._inflate_next()
-        return best
+    #: PUCT selection (hot path), search/select.py: bound here so that a descent calls it
+    #: as a method with no call in between.
+    select_child = select_child
 
     # ------------------------------------------------------------------ move choice
     def best_child(self, color: int, lcb_min_visit_ratio: float = 0.10) -> UCTNode | None:
@@ -348,282 +304,3 @@ def node_less(a: UCTNode, b: UCTNode, color: int, threshold: float) -> bool:
     if na == 0:
         return a.prior < b.prior
     return a.eval_with_vl(color) < b.eval_with_vl(color)
-
-
-def forced_visits(prior: float, total: int, k: float) -> float:
-    """KataGo's forced playouts (Wu, "Accelerating Self-Play Learning in Go", 2019, section
-    3.1): the visits a root child with (noised) prior `prior` is owed when the root's children
-    hold `total` visits. Self-play's target pruning removes them again (selfplay/targets.py)."""
-    return math.sqrt(k * prior * total)
-
-
-class RootSelector:
-    """PUCT selection at the root without scoring every child at every selection (hot path).
-
-    The root has all its children inflated (often 300+), and most of them have never been
-    selected: no visits and no pending virtual loss. All of those score FPU + U(prior), so the
-    best of them is simply the untouched child with the highest prior (the earliest on a tie).
-    This keeps the touched children (in child order) apart from the untouched ones (sorted by
-    prior, then order), so one selection costs O(touched) instead of O(children), with exactly
-    the choices `UCTNode.select_child` makes. Valid for one search: build it after the root
-    is prepared, and only the selector may select at the root while it lives.
-
-    The sums PUCT needs are kept rather than recounted: every playout backs up through the
-    root and one of its children, so Npar (the valid children's visits) stays root visits minus
-    a constant; Pv (the visited children's prior mass) changes only when a child gets its first
-    visit, and is then summed again in child order, so it is the same float as a recount.
-
-    The touched children's scores are kept too. Between the descents that collect one batch,
-    the only root child whose score can change is the one selected last (its virtual loss
-    goes on, or off again after a collision), so only that one is scored again, and the best
-    is a C-level max. A backup during the collection (a terminal leaf) changes the root's
-    visits, which rescores everything. The search calls `forget_scores` before each
-    collection: in between, backups, re-expansions and time management's pruning change
-    children that were not selected last.
-    """
-
-    __slots__ = ("touched", "nodes", "untouched", "start", "offset", "fresh", "policy",
-                 "scores", "scored_for", "last", "terms")
-
-    def __init__(self, root: UCTNode):
-        touched = []
-        untouched = []
-        for i, c in enumerate(root.children):
-            if c.visits or c.virtual_loss or c.status == INVALID:
-                touched.append((i, c))
-            else:
-                untouched.append((-c.prior, i, c))
-        untouched.sort(key=lambda t: (t[0], t[1]))
-        self.touched = touched  # (order, child), in child order
-        self.nodes = [c for _, c in touched]  # the same children, alone
-        self.untouched = untouched  # (-prior, order, child), best first
-        self.start = 0  # untouched[:start] have been selected (moved to touched)
-        valid = sum(c.visits for c in root.children if c.status != INVALID)
-        self.offset = root.visits - valid  # Npar = root.visits - offset
-        self.fresh = [c for _, c in touched if not c.visits]  # touched, not visited yet
-        self.policy = self._visited_policy()  # Pv
-        self.scores: list[float] = []  # score of each touched child, -inf if not ACTIVE
-        self.scored_for = None  # the arguments and root visits the scores were made for
-        self.last = -1  # index in touched of the child selected last
-        self.terms = (0.0, 0.0, 0.0, False)  # fpu, c_puct * numerator, reduction, white
-
-    def _visited_policy(self) -> float:
-        total = 0.0
-        for _, c in self.touched:
-            if c.visits and c.status != INVALID:
-                total += c.prior
-        return total
-
-    def forget_scores(self) -> None:
-        """Score every touched child again at the next selection."""
-        self.scored_for = None
-
-    def touched_children(self) -> list[UCTNode]:
-        """The root children ever selected, or with visits, virtual loss or INVALID when the
-        selector was made: every child that can have visits or be INVALID (the others have
-        neither: only a selected child is visited, or found to repeat a position)."""
-        return self.nodes
-
-    def untouched_left(self) -> int:
-        """How many root children are not among `touched_children`."""
-        return len(self.untouched) - self.start
-
-    def forced_child(self, k: float, virtual_loss: int) -> UCTNode | None:
-        """The first visited, active root child (in child order) whose visits, pending ones
-        counted, are below `forced_visits` of its prior; None when none is owed any. Only
-        children already visited are forced (KataGo forces created children, not new ones).
-        Selecting outside `select` changes a child `select` did not pick last, so the kept
-        scores are forgotten."""
-        nodes = self.nodes
-        total = 0
-        for c in nodes:
-            if c.status != INVALID:
-                total += c.visits
-        for c in nodes:
-            pending = c.virtual_loss / max(1, virtual_loss)
-            if c.visits and c.status == ACTIVE and \
-                    c.visits + pending < forced_visits(c.prior, total, k):
-                self.scored_for = None
-                return c
-        return None
-
-    def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
-               log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
-        touched = self.touched
-        fresh = self.fresh
-        for c in fresh:
-            if c.visits:  # a first visit since the last selection: Pv has changed
-                self.fresh = [c for c in fresh if not c.visits]
-                self.policy = self._visited_policy()
-                break
-        scores = self.scores
-        key = (node.visits, color, fpu_reduction, c_puct, log_puct, log_const, node.net_eval,
-               dynamic_fpu)
-        if key != self.scored_for:
-            parent_visits = node.visits - self.offset
-            numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
-            base = node.net_eval
-            if dynamic_fpu and node.visits:  # the running mean (dynamic komi)
-                base = node.black_wins / node.visits
-            fpu = base if color == BLACK else 1.0 - base
-            fpu -= fpu_reduction * math.sqrt(self.policy)
-            self.terms = terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
-            scores[:] = child_scores(self.nodes, *terms)
-            self.scored_for = key
-        elif self.last >= 0:
-            scores[self.last] = child_score(touched[self.last][1], *self.terms)
-        fpu, cn = self.terms[0], self.terms[1]
-        best = None
-        best_i = -1
-        best_score = -1e300
-        if scores:
-            k = scores.index(max(scores))  # the first of the best
-            if scores[k] > best_score:
-                best_i, best = touched[k]
-                best_score = scores[k]
-                self.last = k
-        untouched = self.untouched
-        k = self.start
-        while k < len(untouched) and untouched[k][2].status:  # skip PRUNED ones
-            k += 1
-        if k < len(untouched):
-            neg_prior, i, c = untouched[k]
-            score = fpu + cn * c.prior
-            if score > best_score or (score == best_score and i < best_i):
-                if k == self.start:
-                    self.start += 1
-                else:
-                    del untouched[k]
-                at = bisect.bisect(touched, i, key=lambda t: t[0])
-                touched.insert(at, (i, c))
-                self.nodes.insert(at, c)
-                scores.insert(at, score)
-                self.last = at
-                self.fresh.append(c)
-                return c
-        return best
-
-
-#: The score of a child that may not be selected (PRUNED or INVALID).
-_NOT_ACTIVE = float("-inf")
-
-
-def child_score(c: UCTNode, fpu: float, cn: float, fpu_reduction: float, white: bool) -> float:
-    """select_child's score of one child (-inf when it is not ACTIVE), given the node's FPU
-    and c_puct * numerator, for RootSelector and ChildScores.
-
-    The same arithmetic as select_child's loop, on purpose: there it is inlined, since a
-    call per child would cost the hottest loop of the search a Python call each; so it is
-    in `child_scores`, for whole lists. The tests keep the selectors' choices equal to
-    select_child's, and child_scores equal to this."""
-    if c.status:
-        return _NOT_ACTIVE
-    n = c.visits
-    vl = c.virtual_loss
-    if n:
-        q = (c.black_wins + (vl if white else 0)) / (n + vl)
-        if white:
-            q = 1.0 - q
-    elif vl:
-        q = -1.0 - fpu_reduction
-    else:
-        q = fpu
-    return q + cn * c.prior / (1 + n)
-
-
-def child_scores(children, fpu: float, cn: float, fpu_reduction: float,
-                 white: bool) -> list[float]:
-    """`child_score` of each child, in one loop (hot path: the selectors score every
-    touched child again after each batch, and a call per child cost a third of that)."""
-    scores = []
-    append = scores.append
-    for c in children:
-        if c.status:
-            append(_NOT_ACTIVE)
-            continue
-        n = c.visits
-        vl = c.virtual_loss
-        if n:
-            q = (c.black_wins + (vl if white else 0)) / (n + vl)
-            if white:
-                q = 1.0 - q
-        elif vl:
-            q = -1.0 - fpu_reduction
-        else:
-            q = fpu
-        append(q + cn * c.prior / (1 + n))
-    return scores
-
-
-#: Inner nodes with at least this many inflated children select through a ChildScores
-#: during a collection; smaller ones through select_child's plain loop (below this the two
-#: cost the same; docs/performance.md, issue 18).
-KEPT_SCORES_CHILDREN = 8
-
-
-class ChildScores:
-    """PUCT selection at one inner node during one collection of leaves, keeping the
-    children's scores (hot path at big nodes; the root has RootSelector).
-
-    Within a collection no backup runs (except a terminal leaf's, which changes the node's
-    visits and so rescores everything), so a node's Npar, Pv, FPU and c_puct * numerator stay
-    as they are, and the only child whose score can change between two descents through the
-    node is the one selected there last (its virtual loss goes on, or off again after a
-    collision): only that one is scored again, and the best is a C-level max. Late in a game
-    the nodes one move below the root have a hundred or more inflated children and are passed
-    through ten or more times per collection of 32, where select_child's loop over every child
-    every time was most of the descent's cost (a sixth of the search's instructions at move
-    200 of a 9-dan game). The search drops a node's ChildScores when it marks one of the
-    node's children INVALID (a repetition found on replay, which may change Npar). Chooses
-    exactly what select_child chooses (tests/test_node.py, tests/test_search.py)."""
-
-    __slots__ = ("key", "scores", "last", "terms")
-
-    def __init__(self) -> None:
-        self.key = None  # the node's visits and the arguments the scores were made for
-        self.scores: list[float] = []  # one per inflated child, in child order
-        self.last = -1  # the child selected last
-        self.terms = (0.0, 0.0, 0.0, False)  # fpu, c_puct * numerator, reduction, white
-
-    def select(self, node: UCTNode, color: int, fpu_reduction: float, c_puct: float,
-               log_puct: float, log_const: float, dynamic_fpu: bool = False) -> UCTNode | None:
-        children = node.children
-        scores = self.scores
-        key = (node.visits, color, fpu_reduction, c_puct, log_puct, log_const, node.net_eval,
-               dynamic_fpu)
-        if key != self.key or len(scores) != len(children):
-            parent_visits = 0
-            visited_policy = 0.0
-            for c in children:
-                if c.status != INVALID:
-                    n = c.visits
-                    if n:
-                        parent_visits += n
-                        visited_policy += c.prior
-            numerator = math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
-            base = node.net_eval
-            if dynamic_fpu and node.visits:  # the running mean (dynamic komi)
-                base = node.black_wins / node.visits
-            fpu = base if color == BLACK else 1.0 - base
-            fpu -= fpu_reduction * math.sqrt(visited_policy)
-            self.terms = terms = (fpu, c_puct * numerator, fpu_reduction, color == WHITE)
-            scores[:] = child_scores(children, *terms)
-            self.key = key
-        elif self.last >= 0:
-            scores[self.last] = child_score(children[self.last], *self.terms)
-        fpu, cn = self.terms[0], self.terms[1]
-        best = None
-        best_score = -1e300
-        self.last = -1
-        if scores:
-            top = max(scores)
-            if top > best_score:  # the first of the best, as select_child's strict >
-                self.last = scores.index(top)
-                best = children[self.last]
-                best_score = top
-        i = len(children)
-        if i < len(node._moves) and fpu + cn * node._priors[i] > best_score:
-            best = node._inflate_next()
-            scores.append(child_score(best, *self.terms))
-            self.last = i
-        return best

@@ -1,18 +1,21 @@
 """Search configuration: one frozen dataclass with Leela Zero 0.17's defaults.
 
-Owns: `SearchParams` and the `UNLIMITED` sentinel. Imports: stdlib, leelaz.batching and
-leelaz.memory (the batch policy's and the tree limit's defaults).
+Owns: `SearchParams`, its mapping from the command-line settings (`SearchParams.from_config`,
+used by the engine and self-play alike) and the `UNLIMITED` sentinel. Imports: stdlib,
+leelaz.batching and leelaz.memory (the batch policy's and the tree limit's defaults).
 
-The composition root (cli.py) maps the command-line flags into it; lz-setoption replaces it with
-`dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in search/ reads globals.
-Flag names are given per field (as Leela Zero's src/Leela.cpp spells them).
+`from_config` maps the command-line flags (config.EngineConfig) into it; lz-setoption
+replaces it with `dataclasses.replace(...)` and assigns `UCTSearch.params`. Nothing in
+search/ reads globals. Flag names are given per field (as Leela Zero's src/Leela.cpp spells
+them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leelaz.batching import MIN_PENDING_LEAVES, VISITS_PER_PENDING_LEAF
+from leelaz.batching import (MIN_PENDING_LEAVES, VISITS_PER_PENDING_LEAF, play_batch_size,
+                             search_batch_size)
 from leelaz.memory import DEFAULT_MAX_TREE_BYTES
 
 #: Stand-in for "no limit" on playouts and visits (LZ uses INT_MAX / 2).
@@ -69,6 +72,22 @@ class SearchParams:
     min_pending_leaves: int = MIN_PENDING_LEAVES
     ponder: bool = True  # think on the opponent's time (--noponder turns it off)
     quiet: bool = False  # -q: no stderr diagnostics from the search
+
+    @classmethod
+    def from_config(cls, cfg, batch_size: int | None = None) -> SearchParams:
+        """SearchParams from the command-line settings (EngineConfig); the batch sizes default
+        to batching.search_batch_size(cfg) and, on the clock, batching.play_batch_size(cfg)."""
+        play = 0
+        if batch_size is None:
+            batch_size = search_batch_size(cfg)
+            play = play_batch_size(cfg)
+        return cls(
+            max_playouts=cfg.playouts or UNLIMITED, max_visits=cfg.visits or UNLIMITED,
+            timemanage=cfg.timemanage, lagbuffer_cs=cfg.lagbuffer, noise=cfg.noise,
+            random_count=cfg.randomcnt, random_visits=cfg.randomvisits,
+            random_temp=cfg.randomtemp, dumbpass=cfg.dumbpass, resign_pct=cfg.resignpct,
+            ponder=cfg.ponder, quiet=cfg.quiet, batch_size=max(1, batch_size),
+            play_batch_size=play)
 
     def effective_timemanage(self) -> str:
         """The mode in force: `auto` resolves to no_pruning with noise, otherwise on."""

@@ -6,21 +6,15 @@ drop superko repeats and an avoided pass, add noise with -n), `root_needs_evalua
 `dirichlet_noise`, and the small helpers about the root (`kept_boards`, `to_move`). Imports:
 game.coords, search.node, search.expansion (FLT_MIN).
 
-The root's selection, `RootSelector`, stays in node.py beside `UCTNode.select_child`: its
-score is a deliberate inlined copy of select_child's arithmetic, and the two copies sit in one
-module with the test that keeps them equal (tests/test_node.py).
+The root's selection, `RootSelector`, is search/select.py's, beside the plain selection and
+the one PUCT score they share (tests/test_select.py keeps them equal).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from leelaz.game.coords import PASS
 from leelaz.search.expansion import FLT_MIN
 from leelaz.search.node import ACTIVE, INVALID, UCTNode
-
-if TYPE_CHECKING:
-    from leelaz.search.run import SearchRun
 
 
 def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
@@ -57,9 +51,10 @@ def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
     return node
 
 
-def prepare_root(run: SearchRun) -> None:
+def prepare_root(run) -> None:
     """Expand the root if needed, inflate all children, remove superko repeats and an
-    avoided pass, add Dirichlet noise with -n; prints `NN eval=`."""
+    avoided pass, add Dirichlet noise with -n; prints `NN eval=`. `run` is the SearchRun
+    (search/run.py) being prepared; root.py does not import run.py, which imports it."""
     root, root_state, color = run.root, run.root_state, run.color
     had_children = root.has_children()
     if root_needs_evaluation(root, root_state):

@@ -3,9 +3,10 @@
 Owns: `SearchRun` (one per think/ponder call: the root state and colour, the limits, the batch
 in flight, the playout and node counters, the positions the tree may still keep), `Limits` and
 `Progress` (what stops a run and whom it reports to), the descent, the general expansion and
-the backup. Imports: search.node, search.expansion, search.stats, search.timemanage,
-leelaz.batching (the batch policy), leelaz.memory (the tree's size). UCTSearch (search.py)
-makes a run per call and keeps the tree, the parameters and the evaluator across calls.
+the backup. Imports: search.node, search.select, search.expansion, search.stats,
+search.timemanage, leelaz.batching (the batch policy), leelaz.memory (the tree's size).
+UCTSearch (search.py) makes a run per call and keeps the tree, the parameters and the
+evaluator across calls.
 
 One batch (hot path, `collect` -> `submit` -> `apply`): up to `size` playouts descend from the
 root on the positions the nodes keep (or on copies: `board.copy()` + `play_move()`), each
@@ -65,10 +66,10 @@ from leelaz.game.coords import BLACK, PASS
 from leelaz.search import stats, timemanage
 from leelaz.search.expansion import (expand_batch, legal_points, pass_allowed,
                                      request_compiled)
-from leelaz.search.node import (INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector,
-                                UCTNode, backup)
+from leelaz.search.node import UCTNode, backup
 from leelaz.search.result import SearchResult
 from leelaz.search.root import prepare_root, root_needs_evaluation
+from leelaz.search.select import INVALID, KEPT_SCORES_CHILDREN, ChildScores, RootSelector
 
 #: Consecutive batches without a single playout or expansion after which a search gives up.
 STALL_LIMIT = 100
@@ -134,6 +135,7 @@ class SearchRun:
         self.rng = search.rng
         self.log = search.log
         self.report_root = search.report_root
+        self.gather_reports = search.gather_reports
         self.root: UCTNode = search.root
         self.root_state = root_state
         self.color = color
@@ -199,6 +201,7 @@ class SearchRun:
         finally:
             self.in_flight = None  # after an error the caller resets the tree
         if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
+            self.gather_reports(False)
             progress.on_progress(self.snapshot())
 
     # ------------------------------------------------------------------ the loop, in steps
@@ -248,6 +251,7 @@ class SearchRun:
         interval_cs, on_progress = progress.interval_cs, progress.on_progress
         if interval_cs and on_progress and elapsed_cs - self._last_output > interval_cs:
             self._last_output = self.progress_shown = elapsed_cs
+            self.gather_reports(False)
             on_progress(self.snapshot())
         if not limits.pondering and elapsed_cs - self._last_update > 250:
             self._last_update = elapsed_cs
@@ -448,7 +452,7 @@ class SearchRun:
     def _descend(self, ratio: float, deeper: set[int], kept: dict[int, ChildScores]):
         """One descent from the root (hot path). Returns (kind, path, leaf state or value).
 
-        Nodes with many children select through their ChildScores in `kept` (node.py), the
+        Nodes with many children select through their ChildScores in `kept` (select.py), the
         root through the run's RootSelector.
 
         Positions come from the nodes (`UCTNode.board`) where the tree kept them; only a
@@ -549,7 +553,8 @@ class SearchRun:
     # ------------------------------------------------------------------ reports
     def snapshot(self, move=None, root: UCTNode | None = None) -> SearchResult:
         """The root's children now (progress reports): `root`, else the search's
-        `report_root` of the run's root (its own, or merged with other processes' trees)."""
+        `report_root` of the run's root (its own, or merged with other processes' trees, as
+        the search's `gather_reports` last gathered them). Only reads."""
         if root is None:
             root = self.report_root(self.root, False)
         return stats.snapshot(root, self.color, self.root_state.move_num, move=move,

@@ -248,6 +248,7 @@ class UCTSearch:
             raise
         finally:
             self.current = None
+        self.gather_reports(final=True)
         root = self.report_root(self.root, final=True)
         if root.has_children() and root.children:
             self.log("\n")
@@ -309,11 +310,17 @@ class UCTSearch:
             return result
         return self._finish_think(run, nopass, noresign)
 
+    def gather_reports(self, final: bool) -> None:
+        """The step before a report: at each progress report, and at the end of a call
+        (`final`) before the statistics and the move choice. Nothing for one tree; the seam
+        where several search processes (search_processes/pool.py) poll their helpers, or stop
+        them at the end of a call, for `report_root` to read."""
+
     def report_root(self, root: UCTNode, final: bool) -> UCTNode:
         """The root that reports (progress, statistics) and the move choice read: the tree's
         own. The seam for several search processes (search_processes/pool.py), which merges
-        the other trees' root statistics into a stand-in (search/merge.py); `final` at the
-        end of a call, when those searches stop."""
+        the other trees' root statistics, as `gather_reports` last gathered them, into a
+        stand-in (search/merge.py); `final` at the end of a call. Only reads."""
         return root
 
     def _update_root(self, root_state) -> None:
@@ -368,6 +375,7 @@ class UCTSearch:
     def _finish_think(self, run: SearchRun, nopass: bool, noresign: bool) -> SearchResult:
         """Stats to stderr, the move choice, the explanation, and the state kept for reuse."""
         p = self.params
+        self.gather_reports(final=True)
         root, root_state, color = self.report_root(self.root, True), run.root_state, run.color
         root.sort_children(color, p.lcb_min_visit_ratio)
         self.log("\n")

@@ -3,7 +3,9 @@ prune_noncontenders and est_playouts_left; UCTSearch::think).
 
 Owns: `budget_cs`, `playouts_left`, `prune_noncontenders`, `count_noncontenders`,
 `two_contenders_by_visits`, `EarlyStop` (with `have_alternate_moves`).
-Imports: game.coords, search.lcb, search.node, search.params.
+Imports: game.coords, search.lcb, search.node, search.params. What it reads of a search run
+(`run`: search/run.py's SearchRun and its `Limits`) it is handed; run.py imports this module,
+never the other way.
 
 Modes (--timemanage): `off` never stops early and spreads the clock over 72 moves instead of
 40; `on` prunes root children that cannot catch up and stops when one contender is left
@@ -15,15 +17,12 @@ the training data is not biased, and still stops early.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from leelaz.game.coords import BLACK
 from leelaz.search.lcb import t_quantile
 from leelaz.search.node import ACTIVE, INVALID, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
-
-if TYPE_CHECKING:
-    from leelaz.search.run import Limits, SearchRun
 
 
 def budget_cs(params: SearchParams, state, color: int, tc, time_limit_cs: int | None) -> int:
@@ -36,7 +35,7 @@ def budget_cs(params: SearchParams, state, color: int, tc, time_limit_cs: int | 
                                 timemanage=params.effective_timemanage() != "off")
 
 
-def playouts_left(run: SearchRun, limits: Limits, elapsed_cs: int) -> int:
+def playouts_left(run, limits, elapsed_cs: int) -> int:
     """Playouts the run can still make: the limits, and after 1 s and 100 playouts the
     measured rate times the time left."""
     playouts = run.playouts
@@ -155,7 +154,7 @@ class EarlyStop:
         self.log = log
         self.pruned_some = False
 
-    def keep_searching(self, run: SearchRun, limits: Limits, elapsed_cs: int) -> bool:
+    def keep_searching(self, run, limits, elapsed_cs: int) -> bool:
         """Whether `run` should go on after a batch, `elapsed_cs` into its budget."""
         if self.mode == "off":
             return True
@@ -164,8 +163,7 @@ class EarlyStop:
             return True
         return self.have_alternate_moves(run, limits, elapsed_cs, left)
 
-    def have_alternate_moves(self, run: SearchRun, limits: Limits, elapsed_cs: int,
-                             left: int) -> bool:
+    def have_alternate_moves(self, run, limits, elapsed_cs: int, left: int) -> bool:
         """False when the search should stop early: at most one contender is left and the
         time saved can be banked (or the mode is `fast`). Prints `%.1fs left, stopping
         early.` when that saves more than half a second."""

@@ -21,7 +21,8 @@ if the server fails): a second context busy beside the server's would make the d
 turns again.
 At every progress report and at the end of a call the helpers' root statistics are merged
 into a stand-in root (search/merge.py) that the `info` lines, the move choice, resignation
-and the training record read (the `report_root` seam of UCTSearch).
+and the training record read (the `gather_reports` step and the `report_root` read of
+UCTSearch).
 
 What it buys, measured (docs/performance.md): on an H100 or H200 with 16 cores, 8 processes
 and the server analyse at 2.3-2.9 times Leela Zero's best setting on 6x128, 20x256 and
@@ -143,22 +144,27 @@ class MultiTreeSearch(UCTSearch):
                 and self.dynamic_komi is None
                 and not (restrictions is not None and restrictions.has_move_restrictions))
 
-    def report_root(self, root, final: bool):
-        """The own root merged with the helpers' latest reports; at the end of a call
-        (`final`) the helpers are stopped first and their last reports merged. In analysis
-        a progress report also moves the own tree onto the server if it became ready
-        meanwhile (a long lz-analyze started before the server was up)."""
+    def gather_reports(self, final: bool) -> None:
+        """Before a report: at the end of a call (`final`) stop the helpers, keeping their
+        last reports; at a progress report read each helper's latest report and ask for the
+        next, and in analysis move the own tree onto the server if it became ready meanwhile
+        (a long lz-analyze started before the server was up)."""
         if final:
             self._stop_job()
-            reports, self._reports = self._reports, []
-            return merged_root(root, reports)
+            return
         if self._analysing:
             self._choose_backend()
-        if not self._job:
-            return root
         for helper in self._job:
             helper.read()
             helper.ask()  # answered after its current batch: read at the next report
+
+    def report_root(self, root, final: bool):
+        """The own root merged with the helpers' reports as `gather_reports` left them: their
+        last ones at the end of a call (`final`), else their latest. Only reads."""
+        if final:
+            return merged_root(root, self._reports)
+        if not self._job:
+            return root
         return merged_root(root, [h.report for h in self._job if h.report is not None])
 
     def _stop_job(self) -> None:

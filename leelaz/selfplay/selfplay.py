@@ -1,7 +1,8 @@
 """`play_selfplay`: autogtp's job in one process, games in flight batched together.
 
-Owns: `play_selfplay`, `SelfplaySummary`, `run_games` (one process's share). Imports:
-selfplay.* (settings, store, runner, game), game.coords.
+Owns: `play_selfplay`, `run_games` (one process's share). Imports: selfplay.* (settings,
+store, runner, game, summary: `SelfplaySummary` and the progress bar; workers, which runs
+`run_games` in several processes), game.coords.
 
 Per game: a seed (from the run seed and the game's index, or random), the 10 % no-resign draw,
 a fresh search and Network (its own cache and symmetries) on the shared backend; then the
@@ -15,58 +16,16 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass
 
 from leelaz.game.coords import BLACK, WHITE
 from leelaz.selfplay.game import GameInPlay, Player
 from leelaz.selfplay.lifetime import FolderBusy, FolderLock
-from leelaz.selfplay.runner import EngineSide, GameRunner, RunStats, SelfplayError, warn
+from leelaz.selfplay.runner import EngineSide, GameRunner, SelfplayError, warn
 from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
 from leelaz.selfplay.store import GameStore, StoreError
+from leelaz.selfplay.summary import ProgressBar, SelfplaySummary
 from leelaz.selfplay.targets import full_search, game_komi
-
-
-@dataclass
-class SelfplaySummary:
-    """What a run left in its folder, and how fast it went."""
-
-    out_dir: str
-    games: int  # finished games in out_dir, earlier runs included
-    games_this_run: int
-    moves: int  # moves played in this run (games dropped at a stop included)
-    seconds: float
-    playouts: int = 0  # new visits made by the searches in this run
-    root_visits: int = 0
-    evaluations: int = 0  # rows the network computed
-    network_calls: int = 0
-    backend: str = ""
-    already_done: bool = False  # the folder held the games asked for: nothing was played
-
-    @property
-    def moves_per_second(self) -> float:
-        return self.moves / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def visits_per_second(self) -> float:
-        return self.playouts / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def evaluations_per_second(self) -> float:
-        return self.evaluations / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def mean_batch(self) -> float:
-        return self.evaluations / self.network_calls if self.network_calls else 0.0
-
-    def line(self) -> str:
-        if self.already_done:
-            return (f"{self.games} games in {self.out_dir}: they were all there already; "
-                    "nothing to play (ask for more with --games)")
-        ms = 1000 * self.seconds / self.moves if self.moves else 0.0
-        return (f"{self.games} games in {self.out_dir} ({self.games_this_run} this run); "
-                f"{self.moves} moves in {self.seconds:.1f} s: {self.moves_per_second:.2f} "
-                f"moves/s ({ms:.0f} ms/move), {self.visits_per_second:.0f} visits/s, "
-                f"{self.evaluations_per_second:.0f} evals/s, mean batch {self.mean_batch:.1f}")
+from leelaz.selfplay.workers import run_workers
 
 
 def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
@@ -124,11 +83,11 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
             settings = _checked_resignation(settings, store.folder, resign_evidence, progress)
         wanted = games - len(store.finished())
         if workers > 1 and wanted > 1:
-            from leelaz.selfplay.workers import run_workers
             first = store.highest_index() + 1
             store.close()
-            return run_workers(settings, weights, store.folder, wanted, min(workers, wanted),
-                               max(1, parallel), progress, seconds, first, backend)
+            return run_workers(run_games, settings, weights, store.folder, wanted,
+                               min(workers, wanted), max(1, parallel), progress, seconds, first,
+                               backend)
         return run_games(settings, weights, store, wanted, max(1, parallel), progress,
                          seconds, backend=backend)
     finally:
@@ -188,7 +147,7 @@ def run_games(settings: SelfplaySettings, weights: str, store: GameStore, wanted
         note = slow_run_note(side, settings, wanted, parallel)
         if note:
             warn(note)
-    bar = _ProgressBar(wanted, side.describe(), settings.max_moves) if progress else None
+    bar = ProgressBar(wanted, side.describe(), settings.max_moves) if progress else None
     runner = GameRunner(parallel, next_job, new_game, commit, [side], counters=counters,
                         orphaned=orphaned,
                         progress=bar.update if bar else None,
@@ -309,27 +268,3 @@ def _duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
-
-
-class _ProgressBar:
-    """leelaz.progress's bar in moves (tqdm on a terminal, else nothing): the moves of this
-    run's games with the time left, games finished, visits/s."""
-
-    def __init__(self, games: int, what: str, max_moves: int):
-        from leelaz.progress import MoveBar
-        self._began = time.monotonic()
-        self._bar = MoveBar(games, f"selfplay {what}", max_moves)
-
-    def update(self, runner: GameRunner) -> None:
-        stats: RunStats = runner.stats
-        self.update_counts(stats.moves, stats.playouts, stats.games, stats.finished_moves)
-
-    def update_counts(self, moves: int, playouts: int, games: int,
-                      finished_moves: int = 0) -> None:
-        s = max(1e-9, time.monotonic() - self._began)
-        self._bar.update(moves, games, finished_moves, f"{playouts / s:.0f} visits/s")
-
-    def close(self, runner: GameRunner | None) -> None:
-        if runner is not None:
-            self.update(runner)
-        self._bar.close()

@@ -1,8 +1,8 @@
 """Self-play and match settings: Leela Zero's autogtp defaults, in the engine's own flag names.
 
 Owns: `SelfplaySettings`, the per-game seed and the no-resign draw, and the `leelaz`-style
-option text written into each SGF. Imports: stdlib, config, gtp.search_commands (the one
-EngineConfig -> SearchParams mapping), search.params.
+option text written into each SGF. Imports: stdlib, config, search.params (the one
+EngineConfig -> SearchParams mapping, `SearchParams.from_config`).
 
 autogtp's self-play line is `leelaz -p 0 -v 1601 -r 5 -m 30 -t 6 --batchsize 5 -d -n
 --noponder -s SEED` with 10 % of the tasks at `-r 0`; a match gives both engines `-v 1600 -r 5
@@ -80,9 +80,8 @@ class SelfplaySettings:
 
     def search_params(self, no_resign: bool = False) -> SearchParams:
         """A full search's parameters: the engine's, with forced playouts when asked for."""
-        from leelaz.gtp.search_commands import params_from_config
         cfg = self.engine.with_(resignpct=0) if no_resign else self.engine
-        params = params_from_config(cfg, self.leaves_per_batch)
+        params = SearchParams.from_config(cfg, self.leaves_per_batch)
         if self.forced_k > 0:
             params = dataclasses.replace(params, forced_playouts_k=self.forced_k)
         return params

@@ -1,6 +1,8 @@
 """`--workers W`: W processes, each playing `--parallel K` games, into one folder.
 
-Owns: `run_workers`, `Counters`. Imports: multiprocessing, selfplay.selfplay, selfplay.store.
+Owns: `run_workers`, `Counters`. Imports: multiprocessing, selfplay.store, selfplay.summary,
+selfplay.lifetime; what a worker plays (selfplay.run_games) is handed to it, as selfplay.py
+imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
 microseconds per playout) caps a process at a few thousand playouts/s whatever the network's
@@ -19,6 +21,7 @@ import os
 import time
 
 from leelaz.selfplay.runner import SelfplayError
+from leelaz.selfplay.summary import ProgressBar, SelfplaySummary
 
 
 class Counters:
@@ -40,16 +43,15 @@ class Counters:
             return tuple(self._values)
 
 
-def _worker(parallel, settings, weights, folder, count, first, stride, seconds, counters, out,
-            backend, parent):
+def _worker(play, parallel, settings, weights, folder, count, first, stride, seconds, counters,
+            out, backend, parent):
     from leelaz.selfplay.lifetime import die_with_parent, parent_gone
     die_with_parent(parent)  # a SIGKILLed run must not leave its workers writing
 
-    from leelaz.selfplay.selfplay import run_games
     from leelaz.selfplay.store import GameStore
     store = GameStore(folder, first_index=first, stride=stride)
     try:
-        summary = run_games(settings, weights, store, count, parallel, False, seconds,
+        summary = play(settings, weights, store, count, parallel, False, seconds,
                             counters, backend, orphaned=lambda: parent_gone(parent))
         out.put(("ok", summary.evaluations, summary.network_calls, summary.backend))
     except KeyboardInterrupt:
@@ -62,22 +64,23 @@ def _worker(parallel, settings, weights, folder, count, first, stride, seconds, 
         store.close()
 
 
-def run_workers(settings, weights: str, folder: str, wanted: int, workers: int, parallel: int,
-                progress: bool, seconds: float | None, first: int, backend=None):
-    """Play `wanted` games in `workers` processes; the summary of them all."""
-    from leelaz.selfplay.selfplay import SelfplaySummary, _ProgressBar
+def run_workers(play, settings, weights: str, folder: str, wanted: int, workers: int,
+                parallel: int, progress: bool, seconds: float | None, first: int, backend=None):
+    """Play `wanted` games in `workers` processes, each calling `play` (selfplay.run_games,
+    handed down by play_selfplay: a module-level function, so a spawned worker finds it by
+    name) for its share; the summary of them all."""
     from leelaz.selfplay.store import GameStore
     ctx = mp.get_context("spawn")
     counters = Counters(ctx)
     out = ctx.Queue()
     shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
-    procs = [ctx.Process(target=_worker, args=(parallel, settings, weights, folder, shares[w],
-                                              first + w, workers, seconds, counters, out,
-                                              backend, os.getpid()),
+    procs = [ctx.Process(target=_worker, args=(play, parallel, settings, weights, folder,
+                                              shares[w], first + w, workers, seconds,
+                                              counters, out, backend, os.getpid()),
                          daemon=True)
              for w in range(workers) if shares[w] > 0]
     began = time.monotonic()
-    bar = _ProgressBar(wanted, f"{len(procs)} workers", settings.max_moves) \
+    bar = ProgressBar(wanted, f"{len(procs)} workers", settings.max_moves) \
         if progress else None
     for p in procs:
         p.start()

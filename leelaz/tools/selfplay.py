@@ -146,8 +146,7 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
                      komi_spread=_number("--komi-spread", komi_spread, float),
                      checked_resign=checked_resign, resign_evidence=tuple(resign_evidence))
     if weights is None:
-        from leelaz.cli import find_weights
-        from leelaz.config import EngineConfig
+        from leelaz.config import EngineConfig, find_weights
         weights = find_weights(EngineConfig())
         if weights is None:
             raise ToolError("no network: give -w FILE")

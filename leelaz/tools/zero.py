@@ -226,7 +226,14 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
         return show_status(run)
     if opts.get("ladder"):  # the fixed ladder (leelaz.zero.ladder), not the loop
         from leelaz.zero.ladder import run_ladder
-        return run_ladder(run, opts, _say)
+        from leelaz.zero.status import plot
+
+        code = run_ladder(run, opts, _say)
+        try:
+            _say(f"ladder plot: {plot(run)}")
+        except ImportError:
+            _say("no plot: matplotlib is not installed (pip install 'leelaz[zero]')")
+        return code
     if opts.get("repair"):
         return repair(run)
     _gate_rule(opts)  # a bad --gate is one line before DIR changes

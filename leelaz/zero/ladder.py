@@ -682,7 +682,9 @@ def _default_parallel(cpu_only: bool) -> int:
 
 
 def run_ladder(run: RunDir, opts: dict, say) -> int:
-    """`leelaz zero DIR --ladder`: play the missing games, print the ladder, write the plot."""
+    """`leelaz zero DIR --ladder`: play the missing games, print the ladder. The plot is
+    status.py's, which draws the ladder's panels from this module: the verb writes it after
+    (tools/zero.py), so that this module does not import status.py back."""
     if not run.exists():
         raise RunError(f"{run.root} is not a leelaz zero run (no run.json)")
     levels = parse_levels(opts.get("gnugo_levels") or "1,10")
@@ -704,10 +706,4 @@ def run_ladder(run: RunDir, opts: dict, say) -> int:
     run.log(f"ladder: {settings.games} games a pair at {settings.visits} visits")
     play_ladder(run, settings)
     print("\n".join(ladder_lines(run)[1:]))
-    try:
-        from leelaz.zero.status import plot
-
-        say(f"ladder plot: {plot(run)}")
-    except ImportError:
-        say("no plot: matplotlib is not installed (pip install 'leelaz[zero]')")
     return 0

@@ -47,8 +47,7 @@ SERVER_LINE = "Network server ("
 
 
 def shipped_network() -> str | None:
-    from leelaz.cli import find_weights
-    from leelaz.config import EngineConfig
+    from leelaz.config import EngineConfig, find_weights
 
     return find_weights(EngineConfig())
 
