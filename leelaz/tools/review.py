@@ -54,8 +54,7 @@ def _output_folder(out_dir: str) -> Path:
 def _network(weights, cpu_only, gpu, precision, backend, parallel):
     from leelaz.selfplay.runner import EngineSide, SelfplayError
     if weights is None:
-        from leelaz.cli import find_weights
-        from leelaz.config import EngineConfig
+        from leelaz.config import EngineConfig, find_weights
         weights = find_weights(EngineConfig())
         if weights is None:
             raise ToolError("no network: give -w FILE")
