@@ -121,4 +121,4 @@ def test_lz_gate_on_a_full_disk_is_one_line(tmp_path, random_weights):
                           capture_output=True, text=True, env=ENV, timeout=120)
     assert done.returncode == 1
     line = _error_line(done)
-    assert line.startswith(f"ERROR: cannot write in {out}: ") and "File too large" in line
+    assert line.startswith(f"ERROR: cannot write the match to {out}: ") and "File too large" in line

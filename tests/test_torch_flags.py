@@ -12,11 +12,13 @@ import re
 import sys
 
 import pytest
+
 from conftest import requires
 
 from leelaz.backends import BackendUnavailable
 from leelaz.backends.weights import load_weights
 from leelaz.cli import parse_args, run
+from leelaz.install_hints import torch_install_hint
 
 torch = requires("torch")
 
@@ -69,7 +71,7 @@ def test_engine_plays_on_torch_with_numpys_root_evaluation(random_weights, monke
 def test_engine_without_torch_says_what_to_install_and_exits_1(random_weights, no_torch):
     code, out, err = _engine(["-g", "--backend", "torch", "-w", random_weights(1, 8)])
     assert code == 1
-    assert err.splitlines()[-1] == "ERROR: PyTorch is not installed: pip install 'leelaz[torch]'"
+    assert err.splitlines()[-1] == f"ERROR: PyTorch is not installed: {torch_install_hint()}"
     assert out == ""
 
 
@@ -126,7 +128,7 @@ def test_selfplay_without_torch_is_a_one_line_error(random_weights, tmp_path, no
                 random_weights(1, 8), "--backend", "torch", "-q"])
     assert code != 0
     err = capsys.readouterr().err
-    assert "PyTorch is not installed: pip install 'leelaz[torch]'" in err
+    assert f"PyTorch is not installed: {torch_install_hint()}" in err
     assert "Traceback" not in err
 
 

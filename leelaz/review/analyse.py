@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from leelaz.config import EngineConfig
-from leelaz.gtp.search_commands import params_from_config
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, split_memory
 from leelaz.nn.network import Network
-from leelaz.search.params import UNLIMITED
+from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.run import Limits
 from leelaz.search.search import UCTSearch
 from leelaz.selfplay.game import GameInPlay
@@ -58,6 +57,12 @@ class Analysis:
     def winrate_for(self, color: int) -> float:
         return self.winrate if color == self.to_move else 1.0 - self.winrate
 
+    @property
+    def moves(self) -> int:
+        """What the runner counts of a finished item for its progress (self-play: a game's
+        moves): a position's search is one."""
+        return 1
+
 
 @dataclass(frozen=True)
 class ReviewSettings:
@@ -70,11 +75,11 @@ class ReviewSettings:
 
 
 def search_params(settings: ReviewSettings, net_bytes: int):
-    """The engine's search settings for `-g -t 1 -v N --noponder` (gtp/search_commands.py),
+    """The engine's search settings for `-g -t 1 -v N --noponder` (SearchParams.from_config),
     with the tree limit its default memory budget gives (leelaz/memory.py)."""
     cfg = EngineConfig(cpu_only=True, threads=1, ponder=False, quiet=True, timemanage="off",
                        visits=0 if settings.seconds else settings.visits)
-    params = params_from_config(cfg, batch_size=1)
+    params = SearchParams.from_config(cfg, batch_size=1)
     try:
         split = split_memory(DEFAULT_MAX_MEMORY_BYTES, DEFAULT_CACHE_PCT, net_bytes)
     except ValueError:

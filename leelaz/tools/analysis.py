@@ -22,7 +22,9 @@ UINT64_MAX = 2**64 - 1
 DEFAULT_VISITS = 200
 
 
-@click.command("analysis", context_settings={"help_option_names": ["-h", "--help"],
+@click.command("analysis",
+               short_help="Analyse JSON queries (KataGo's analysis-engine protocol).",
+               context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
 @click.option("-w", "--weights", default=None, metavar="FILE", help="Network weights.")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=DEFAULT_VISITS,

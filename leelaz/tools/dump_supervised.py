@@ -110,7 +110,8 @@ Example:
 """
 
 
-@click.command(context_settings=CONTEXT, epilog=EPILOG)
+@click.command(context_settings=CONTEXT, epilog=EPILOG,
+               short_help="dump_supervised over SGF collections, a process per file.")
 @click.argument("files", nargs=-1, required=True, metavar="SGF...")
 @click.option("-o", "--out-dir", required=True, metavar="DIR",
               help="Folder for the chunks (one run at a time).")

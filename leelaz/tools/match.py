@@ -265,7 +265,8 @@ Examples:
 """
 
 
-@click.command(context_settings=CONTEXT, epilog=EPILOG)
+@click.command(context_settings=CONTEXT, epilog=EPILOG,
+               short_help="A match between two GTP engines: score, Elo and SPRT.")
 @click.option("--engine1", default="", help="[required unless --tally or --preset] Command "
               "line of engine 1.")
 @click.option("--engine2", default="", help="[required unless --tally or --preset] Command "

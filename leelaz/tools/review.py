@@ -65,7 +65,8 @@ def _network(weights, cpu_only, gpu, precision, backend, parallel):
         raise ToolError(str(exc)) from None
 
 
-@click.command("review", context_settings={"help_option_names": ["-h", "--help"],
+@click.command("review", short_help="Review whole games: annotated SGF, winrate plot, report.",
+               context_settings={"help_option_names": ["-h", "--help"],
                                            "max_content_width": 100})
 @click.argument("paths", nargs=-1, required=True, metavar="GAME.sgf|DIR...")
 @click.option("-o", "--out", "out_dir", default=".", show_default=True, metavar="DIR",

@@ -52,7 +52,8 @@ class ListCommand(click.Command):
         return super().parse_args(ctx, expand_lists(list(args)))
 
 
-@click.command(cls=ListCommand, context_settings=CONTEXT, epilog=EPILOG)
+@click.command(cls=ListCommand, context_settings=CONTEXT, epilog=EPILOG,
+               short_help="Train a network on game records, export a weights file.")
 @click.option("--data", multiple=True, required=True, metavar="PATH...",
               help="Training data: files, folders or glob patterns (several after one --data).")
 @click.option("--val", multiple=True, metavar="PATH...",

@@ -370,7 +370,8 @@ def show_status(run: RunDir) -> int:
     return 0
 
 
-@click.command("zero", context_settings={"help_option_names": ["-h", "--help"],
+@click.command("zero", short_help="The Zero loop in DIR: self-play, train, gate, promote.",
+               context_settings={"help_option_names": ["-h", "--help"],
                                          "max_content_width": 100})
 @click.argument("directory", metavar="DIR")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=1601, show_default=True,

@@ -108,7 +108,9 @@ def _reference_review(argv: list[str], games: list[Path], timeout: float) -> tup
               help="More flags for `leelaz review`.")
 @click.option("--ref-args", default="--cpu-only", show_default=True,
               help="More flags for the reference.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=3600, show_default=True)
+@click.option("--timeout", type=click.FloatRange(1, None), default=3600, show_default=True,
+              help="Seconds either engine may take to answer one command before the run "
+                   "stops.")
 def command(source, games, weights, visits, ours, reference, ours_args, ref_args,
             timeout) -> None:
     """A whole-game review: `leelaz review` against GoReviewPartner's way with Leela Zero."""
