@@ -53,7 +53,7 @@ class CoreTree:
             size = max(need, 2 * len(self.visits))
             for name, _ in _NODE_FIELDS:
                 old = getattr(self, name)
-                new = np.zeros(size, old.dtype)
+                new = np.empty(size, old.dtype)  # rows are written before they are read
                 new[:len(old)] = old
                 setattr(self, name, new)
         need = int(self.children_used[0]) + children
@@ -61,7 +61,7 @@ class CoreTree:
             size = max(need, 2 * len(self.cnode))
             for name, _ in _CHILD_FIELDS:
                 old = getattr(self, name)
-                new = np.zeros(size, old.dtype)
+                new = np.empty(size, old.dtype)
                 new[:len(old)] = old
                 setattr(self, name, new)
 
@@ -130,50 +130,45 @@ class CoreTree:
         n = int(self.nodes_used[0])
         objects = self.objects
         objects += [None] * (n - len(objects))
-        visits = self.visits[:n].tolist()
-        wins = self.wins[:n].tolist()
-        m2 = self.m2[:n].tolist()
-        vl = self.vl[:n].tolist()
-        prior = self.prior[:n].tolist()
-        net = self.net[:n].tolist()
-        status = self.status[:n].tolist()
-        expanded = self.expanded[:n].tolist()
-        first = self.first[:n].tolist()
-        count = self.count[:n].tolist()
-        inflated = self.inflated[:n].tolist()
-        nmove = self.nmove[:n].tolist()
         m = int(self.children_used[0])
         cnode = self.cnode[:m].tolist()
-        cmove_bytes = self.cmove[:m]
-        cprior_bytes = self.cprior[:m]
-        for nd in range(n):
+        cmove = self.cmove[:m].tobytes()
+        cprior = self.cprior[:m].tobytes()
+        keep = boards is not None
+        rows = zip(range(n), self.visits[:n].tolist(), self.wins[:n].tolist(),
+                   self.m2[:n].tolist(), self.vl[:n].tolist(), self.prior[:n].tolist(),
+                   self.net[:n].tolist(), self.status[:n].tolist(), self.nmove[:n].tolist())
+        for nd, visits, wins, m2, vl, prior, net, status, move in rows:
             u = objects[nd]
             if u is None:
-                u = objects[nd] = UCTNode(nmove[nd], prior[nd])
+                u = objects[nd] = UCTNode(move, prior)
+                if keep and nd < len(boards):
+                    u.board = boards[nd]
             else:
-                u.prior = prior[nd]
-            u.visits = visits[nd]
-            u.black_wins = wins[nd]
-            u.m2 = m2[nd]
-            u.virtual_loss = vl[nd]
-            u.net_eval = net[nd]
-            u.status = status[nd]
-            if boards is not None and u.board is None and nd < len(boards):
-                u.board = boards[nd]
-        for nd in range(n):
-            if not expanded[nd]:
-                continue
+                u.prior = prior
+                if keep and u.board is None and nd < len(boards):
+                    u.board = boards[nd]
+            u.visits = visits
+            u.black_wins = wins
+            u.m2 = m2
+            u.virtual_loss = vl
+            u.net_eval = net
+            u.status = status
+        expanded = np.flatnonzero(self.expanded[:n]).tolist()
+        spans = zip(expanded, self.first[expanded].tolist(), self.count[expanded].tolist(),
+                    self.inflated[expanded].tolist())
+        empty_moves, empty_priors = array("h"), array("f")
+        for nd, lo, k, inf in spans:
             u = objects[nd]
             u.expanded = True
             u.psa_ratio = 0.0
-            lo, k, inf = first[nd], count[nd], inflated[nd]
-            u.children = [objects[cnode[c]] for c in range(lo, lo + inf)]
+            u.children = [objects[c] for c in cnode[lo:lo + inf]]
             if inf < k:
-                u._moves = array("h", cmove_bytes[lo:lo + k].tobytes())
-                u._priors = array("f", cprior_bytes[lo:lo + k].tobytes())
+                u._moves = array("h", cmove[2 * lo:2 * (lo + k)])
+                u._priors = array("f", cprior[4 * lo:4 * (lo + k)])
             else:
-                u._moves = array("h")
-                u._priors = array("f")
+                u._moves = empty_moves
+                u._priors = empty_priors
         return objects[0]
 
 
