@@ -36,6 +36,13 @@ from leelaz.search.params import SearchParams  # noqa: E402
 from leelaz.search.search import UCTSearch  # noqa: E402
 from fake_evaluator import FakeEvaluator, HashEvaluator  # noqa: E402
 
+@pytest.fixture(autouse=True, scope="module")
+def compiled_core():
+    """The kernels compiled (or loaded from numba's cache) before the searches: until they
+    are, a search runs on the Python search."""
+    assert core_run.kernels(wait=True) is not None
+
+
 SHIPPED = Path(__file__).resolve().parent.parent / "weights" / "leelaz-6x128.txt.gz"
 
 

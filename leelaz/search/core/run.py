@@ -29,41 +29,117 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
+import threading
 import time
 
 import numpy as np
 
 from leelaz.game.coords import ALL_VERTICES, PASS
 from leelaz.search.core.arrays import CoreTree, NotCovered
+from leelaz.search import run as search_run
 from leelaz.search.node import INVALID, PRUNED, RootSelector
 from leelaz.search.root import prepare_root
 from leelaz.search.timemanage import playouts_left
 from leelaz.search.run import _LEAF, LeafBatch, SearchRun, _check_count, _Timed
 
 CORE_VARIABLE = "LEELAZ_SEARCH_CORE"
+#: =1: the first search waits for the kernels instead of running on the Python search
+#: (tests and benchmarks that must measure the core from the start).
+WAIT_VARIABLE = "LEELAZ_SEARCH_CORE_WAIT"
 #: The longest descent the core follows (a path never gets near it in a real game).
 MAX_DEPTH = 1024
 _MASK64 = (1 << 64) - 1
 
-_kernels = None
+_kernels = None  # core/kernels once compiled (or loaded from numba's cache) and warmed up
+_module = None  # core/kernels once imported
+_loading: threading.Thread | None = None
+_said_missing = False
 
 
 def core_enabled() -> bool:
     return os.environ.get(CORE_VARIABLE, "python") == "compiled"
 
 
-def kernels():
-    """search/core/kernels, imported (and compiled, or loaded from numba's cache) once;
-    None without numba."""
-    global _kernels
-    if _kernels is None:
-        try:
-            from leelaz.search.core import kernels as k
-        except ImportError:
-            _kernels = False
-        else:
-            _kernels = k
-    return _kernels or None
+def kernels(wait: bool = False):
+    """search/core/kernels once ready, else None (the Python search serves meanwhile).
+
+    The first call starts a background thread that imports numba and has every kernel
+    compiled for the exact argument types a search passes (numba caches the machine code
+    beside the sources, so later processes only load it), by running a small search on the
+    core: neither a start nor a move on the clock waits for a compiler. `wait` blocks
+    until the thread is done (tests, benchmarks). Without numba: None, and one line on
+    stderr saying so."""
+    global _loading
+    if _kernels is None and _loading is None:
+        _loading = threading.Thread(target=_load, name="leelaz-core-compile", daemon=True)
+        _loading.start()
+    if (wait or os.environ.get(WAIT_VARIABLE) == "1") and _loading is not None:
+        _loading.join()
+    return _kernels
+
+
+def _load() -> None:
+    global _kernels, _module, _said_missing
+    try:
+        from leelaz.search.core import kernels as k
+    except ImportError:
+        if not _said_missing:
+            _said_missing = True
+            sys.stderr.write("leelaz: numba is not installed, so the search runs in pure "
+                             "Python (pip install numba)\n")
+            sys.stderr.flush()
+        return
+    _module = k
+    try:
+        _warm_up()
+    except Exception as error:  # never fatal: the Python search serves
+        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error})\n")
+        sys.stderr.flush()
+        return
+    _kernels = k
+
+
+class _Uniform:
+    """The warm-up's evaluator: a uniform policy and an even value, at once."""
+
+    asynchronous = False
+
+    def evaluate(self, states, symmetry=None):
+        policy = np.full(362, 1.0 / 362, dtype=np.float32)
+        return [_Evaluation(policy, 0.5) for _ in states]
+
+    def submit(self, states, symmetry=None):
+        return _Answered(self.evaluate(states))
+
+
+class _Evaluation:
+    def __init__(self, policy, winrate):
+        self.policy = policy
+        self.winrate = winrate
+
+
+class _Answered:
+    def __init__(self, evals):
+        self.evals = evals
+
+    def result(self):
+        return self.evals
+
+
+def _warm_up() -> None:
+    """A small search on the core, which compiles (or loads) each kernel for the argument
+    types of every real search."""
+    from leelaz.game.state import GameState
+    from leelaz.search.params import SearchParams
+    from leelaz.search.run import Limits, Progress
+    from leelaz.search.search import UCTSearch
+
+    search = UCTSearch(_Uniform(), SearchParams(max_visits=40, batch_size=4, quiet=True,
+                                                timemanage="off"), rng=1)
+    run = CoreRun.replacing(search.start(GameState()))
+    run.prepare()
+    run.run(Limits(40, 40, 10**9), Progress())
 
 
 def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> bool:
@@ -147,8 +223,7 @@ class CoreRun(SearchRun):
         except NotCovered:
             self.root_selector = RootSelector(self.root)
             return
-        k = kernels()
-        self._k = k
+        self._k = _module
         self._root_board = _board_rows(self.root_state.board)
         self._seen = np.array(sorted(_signed(h) for h in self.seen), dtype=np.int64)
         self._hashes = np.zeros(MAX_DEPTH, np.int64)
@@ -157,9 +232,10 @@ class CoreRun(SearchRun):
                                   for c in self.root.children] or [False], dtype=np.bool_)
         self._pool = [_Buffers(16), _Buffers(16)]
         self._next_buffers = 0
-        # The Python positions of the nodes (the evaluator's GameStates are made of them).
+        # The Python positions of the nodes below the root (the evaluator's GameStates are
+        # made of them); the root's is the root state's.
         self._boards = [u.board for u in self.tree.objects]
-        self._boards[0] = self.root_state.board
+        self._boards[0] = None
 
     # ------------------------------------------------------------------ the loop
     def run(self, limits, progress) -> None:
@@ -167,8 +243,10 @@ class CoreRun(SearchRun):
             super().run(limits, progress)
             return
         self.begin(limits, progress)
-        self._early_stop = _SyncedEarlyStop(self._early_stop, self)
+        self._early_stop = _SyncedEarlyStop(self._early_stop)
         pipelined = self.batch_size > 1 and self.evaluator.asynchronous
+        if pipelined:  # as SearchRun.run: the expansion's kernels, should the run hand over
+            search_run.request_compiled()
         self.in_flight = None
         gc.collect()
         try:
@@ -274,11 +352,12 @@ class CoreRun(SearchRun):
             boards = self._boards
             nmove = t.nmove
             root_state = self.root_state
+            root_board = root_state.board
             root_color = self.color
             for i in range(leaves_n):
                 path = buf.paths[i, 1:buf.lengths[i]].tolist()
                 positions = []
-                board = root_state.board
+                board = root_board
                 color = root_color
                 for nd in path:
                     after = boards[nd]
@@ -365,12 +444,11 @@ class _SyncedEarlyStop:
     """timemanage.EarlyStop reading the core's root children (synced into their UCTNodes
     when it looks at them) and writing its pruning back."""
 
-    def __init__(self, inner, run: CoreRun):
-        self.inner = inner
-        self.run = run
+    def __init__(self, inner):
+        self.inner = inner  # (no reference to the run: no cycle for the collector)
 
     def keep_searching(self, run, limits, elapsed_cs) -> bool:
-        core = self.run
+        core = run
         inner = self.inner
         if core.tree is None or inner.mode == "off":
             return inner.keep_searching(run, limits, elapsed_cs)
