@@ -297,3 +297,24 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
     assert not used
     monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
     assert not core_run.covers(search)
+
+
+def test_without_numba_one_line_says_so_and_the_python_search_runs(monkeypatch, capsys,
+                                                                  tiny_net, positions):
+    """numba missing (its import fails): one stderr line naming it, once; every search
+    then runs on the Python search."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "leelaz.search.core.kernels", None)  # import fails
+    monkeypatch.setattr(core_run, "_kernels", None)
+    monkeypatch.setattr(core_run, "_loading", None)
+    monkeypatch.setattr(core_run, "_said_missing", False)
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=30, batch_size=4, quiet=True))
+    for _ in range(2):
+        assert core_run.kernels(wait=True) is None
+        monkeypatch.setattr(core_run, "_loading", None)  # as a later process would try
+        search.think(positions[0], positions[0].to_move, use_clock=False)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["leelaz: numba is not installed, so the search runs in pure Python "
+                     "(pip install numba)"]

@@ -28,20 +28,20 @@ unset, for now) never.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import sys
 import threading
-import time
 
 import numpy as np
 
-from leelaz.game.coords import ALL_VERTICES, PASS
+from leelaz.game.coords import ALL_VERTICES
 from leelaz.search.core.arrays import CoreTree, NotCovered
 from leelaz.search import run as search_run
-from leelaz.search.node import INVALID, PRUNED, RootSelector
+from leelaz.search.node import INVALID, RootSelector
 from leelaz.search.root import prepare_root
 from leelaz.search.timemanage import playouts_left
-from leelaz.search.run import _LEAF, LeafBatch, SearchRun, _check_count, _Timed
+from leelaz.search.run import _LEAF, LeafBatch, SearchRun
 
 CORE_VARIABLE = "LEELAZ_SEARCH_CORE"
 #: =1: the first search waits for the kernels instead of running on the Python search
@@ -82,7 +82,7 @@ def kernels(wait: bool = False):
 def _load() -> None:
     global _kernels, _module, _said_missing
     try:
-        from leelaz.search.core import kernels as k
+        k = importlib.import_module("leelaz.search.core.kernels")
     except ImportError:
         if not _said_missing:
             _said_missing = True
@@ -460,5 +460,3 @@ class _SyncedEarlyStop:
         core._statuses_back()
         return keep
 
-
-_ = (INVALID, PRUNED, PASS, time, _check_count, _Timed)
