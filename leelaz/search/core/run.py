@@ -227,6 +227,7 @@ class CoreRun(SearchRun):
         self._root_board = _board_rows(self.root_state.board)
         self._seen = np.array(sorted(_signed(h) for h in self.seen), dtype=np.int64)
         self._hashes = np.zeros(MAX_DEPTH, np.int64)
+        self._keys = np.zeros((16, 362), np.int64)
         # The root children RootSelector counts as touched when it is made (node.py).
         self._touched = np.array([bool(c.visits or c.virtual_loss or c.status == INVALID)
                                   for c in self.root.children] or [False], dtype=np.bool_)
@@ -385,7 +386,8 @@ class CoreRun(SearchRun):
                 t.vl[nd] -= vl
 
     def core_apply(self, batch: CoreBatch) -> None:
-        """Wait for the batch's evaluations, then expand and back up in one kernel call."""
+        """Wait for the batch's evaluations, then expand and back up: the children's keys in
+        one kernel call, their order by NumPy, the children and the backups in another."""
         evals = self._evaluations(batch)
         n = len(batch.leaves)
         policies = np.concatenate([ev.policy for ev in evals]).reshape(n, 362)
@@ -393,12 +395,19 @@ class CoreRun(SearchRun):
         winrates = np.array([float(ev.winrate) for ev in evals], dtype=np.float64)
         t, buf, p = self.tree, batch.buffers, self.params
         t.reserve(0, 362 * n)
+        keys = self._keys if len(self._keys) >= n else np.zeros((n, 362), np.int64)
+        self._keys = keys
+        keys = keys[:n]
         values = np.zeros(n, np.float64)
-        made = self._k.apply(n, policies, winrates, p.dumbpass, self.root_state.scoring_komi,
-                             p.virtual_loss, t.visits, t.wins, t.m2, t.vl, t.net, t.expanded,
-                             t.first, t.count, t.inflated, t.cnode, t.cmove, t.cprior,
-                             t.children_used, buf.sq, buf.par, buf.libs, buf.meta, buf.paths,
-                             buf.lengths, buf.colors, _VERTEX_OF_SLOT, _TIE_RANK, values)
+        k = self._k
+        k.expansion_keys(n, policies, winrates, p.dumbpass, self.root_state.scoring_komi,
+                         buf.sq, buf.par, buf.libs, buf.meta, buf.colors, _VERTEX_OF_SLOT,
+                         _TIE_RANK, keys)
+        keys.sort(axis=1)  # NumPy's sort: see kernels.expansion_keys
+        made = k.attach(n, keys, winrates, p.virtual_loss, t.visits, t.wins, t.m2, t.vl,
+                        t.net, t.expanded, t.first, t.count, t.inflated, t.cnode, t.cmove,
+                        t.cprior, t.children_used, buf.paths, buf.lengths, buf.colors,
+                        _VERTEX_OF_SLOT, values)
         self.nodes += int(made)
         self.playouts += n
         self.root.visits = int(t.visits[0])
