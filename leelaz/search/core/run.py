@@ -21,8 +21,9 @@ so the Python search runs: pondering and lz-analyze, progress reports (lz-genmov
 move restrictions (avoid/allow), the dynamic-komi modes and dynamic FPU, self-play's step
 API. `covers` decides; tests/test_search_core.py checks each fallback.
 
-The switch: LEELAZ_SEARCH_CORE=compiled runs the core where it covers the call; =python (or
-unset, for now) never.
+The switch: by default (or LEELAZ_SEARCH_CORE=compiled) the core runs where it covers the
+call, once numba has loaded it in the background; LEELAZ_SEARCH_CORE=python never (the
+reference, to compare: tests/test_search_core.py, `leelaz bench search`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ _said_missing = False
 
 
 def core_enabled() -> bool:
-    return os.environ.get(CORE_VARIABLE, "python") == "compiled"
+    """The core runs unless LEELAZ_SEARCH_CORE=python (the reference, to compare)."""
+    return os.environ.get(CORE_VARIABLE, "compiled") != "python"
 
 
 def kernels(wait: bool = False):
