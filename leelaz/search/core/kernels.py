@@ -3,9 +3,9 @@ the expansion and backup of its evaluated leaves, over the array tree of core/ar
 
 Owns: `collect` (Leela Zero's UCTSearch::play_simulation descents under virtual loss, with
 UCTNode::uct_select_child's PUCT, FPU reduction and virtual loss, the moves played on a
-mailbox board with captures and the positional-superko test), `apply` (each leaf's legal
-moves, pass rule, renormalised and sorted priors, then the backups) and the board helpers
-they share. Imports: numpy and numba only.
+mailbox board with captures and the positional-superko test), `expansion_keys` and `attach`
+(each leaf's legal moves, pass rule, renormalised priors; its children in Leela Zero's order,
+sorted by NumPy in between; then the backups) and the board helpers they share. Imports: numpy and numba only.
 
 Each is the deliberate compiled copy of the Python reference, which stays the authority:
 - selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child);

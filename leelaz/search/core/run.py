@@ -8,8 +8,9 @@ search.root, search.core.arrays, and search.core.kernels lazily (numba).
 
 A batch: one `collect` call (every descent of the batch, terminal playouts backed up), the
 leaves' GameStates put together in Python for the evaluator (their positions are the Python
-`Board`s, one copy + play a leaf, as the Python search makes them), one evaluator call, one
-`apply` call (expansion and backups). With an asynchronous evaluator the batch is left on the
+`Board`s, one copy + play a leaf, as the Python search makes them), one evaluator call, then
+`expansion_keys`, NumPy's row sort and `attach` (children and backups): three compiled calls
+a batch whatever its size. With an asynchronous evaluator the batch is left on the
 device while the next is collected, as SearchRun does. Everything before the first batch
 (the root: reuse, evaluation, superko, noise) and after the last (statistics, the move
 choice) is the Python search's code on the UCTNode tree the core writes back.
