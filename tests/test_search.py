@@ -540,6 +540,7 @@ def test_memory_pressure_trims_expansions_and_freed_memory_completes_them():
 def test_a_search_where_no_descent_can_finish_gives_up(monkeypatch):
     from leelaz.search.node import RootSelector, UCTNode
 
+    monkeypatch.setenv("LEELAZ_SEARCH_CORE", "python")  # the selection patched is Python's
     monkeypatch.setattr(UCTNode, "select_child", lambda self, *args: None)
     monkeypatch.setattr(RootSelector, "select", lambda self, *args: None)
     search, _ = make_search(FakeEvaluator())  # no visit cap, a huge time budget

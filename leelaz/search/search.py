@@ -31,6 +31,7 @@ from leelaz.game.coords import BLACK, PASS, gtp_vertex
 from leelaz.memory import tree_bytes
 from leelaz.search import stats, timemanage
 from leelaz.search.choose import choose_move
+from leelaz.search.core import run as core
 from leelaz.search.node import ACTIVE, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
@@ -202,6 +203,8 @@ class UCTSearch:
             run, limits = self.start_move(state, color, time_limit_cs=time_limit_cs,
                                           max_visits=max_visits, max_playouts=max_playouts,
                                           restrictions=restrictions, clock=tc, started=started)
+            if core.covers(self, restrictions=restrictions, on_progress=on_progress):
+                run = self.current = core.CoreRun.replacing(run)
             run.prepare()
             if self.dynamic_komi is not None:  # genmove adjusts in the first half of its budget
                 self.dynamic_komi.start_run(run, (limits.budget_cs, limits.playouts))

@@ -1,0 +1,175 @@
+"""The compiled core's tree: node and child tiers as NumPy arrays, their growth, and the
+conversions from and to the Python tree (search/node.py's UCTNode).
+
+Owns: `CoreTree`. Imports: numpy, search.node (UCTNode, the statuses, M2_START).
+
+Why two tiers (Leela Zero's UCTNodePointer and UCTNode): most children are never visited, so
+a child is a compact row (move int16, prior float32, node index or -1: 10 bytes), and only a
+selected child gets a node row (its statistics, its own children's range: 86 bytes).
+
+Why conversions: the core runs a search's batches; everything before and after them (tree
+reuse, the root's preparation and noise, the move choice, statistics, LCB, resignation,
+principal variations) is the Python search's own code on UCTNodes. `from_root` copies the
+prepared root's tree in; `to_root` writes the grown tree back into the same root object
+(the nodes that came in keep their identity, their positions too).
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from leelaz.search.node import M2_START, UCTNode
+
+_NODE_FIELDS = (("visits", np.int64), ("wins", np.float64), ("m2", np.float64),
+                ("vl", np.int64), ("prior", np.float64), ("net", np.float64),
+                ("status", np.int8), ("expanded", np.bool_), ("first", np.int64),
+                ("count", np.int64), ("inflated", np.int64), ("nmove", np.int16))
+_CHILD_FIELDS = (("cnode", np.int32), ("cmove", np.int16), ("cprior", np.float32))
+
+
+class NotCovered(Exception):
+    """A tree the core does not handle yet (a memory-trimmed node): the Python search runs."""
+
+
+class CoreTree:
+    """The arrays; `nodes_used[0]` and `children_used[0]` are the rows in use (the kernels
+    append to them). Node 0 is the root."""
+
+    def __init__(self, nodes: int = 1024, children: int = 16384):
+        for name, dtype in _NODE_FIELDS:
+            setattr(self, name, np.zeros(nodes, dtype))
+        for name, dtype in _CHILD_FIELDS:
+            setattr(self, name, np.zeros(children, dtype))
+        self.nodes_used = np.zeros(1, np.int64)
+        self.children_used = np.zeros(1, np.int64)
+        self.objects: list[UCTNode | None] = []  # node row -> the UCTNode it came from
+
+    def reserve(self, nodes: int, children: int) -> None:
+        """Room for `nodes` more node rows and `children` more child rows (doubling)."""
+        need = int(self.nodes_used[0]) + nodes
+        if need > len(self.visits):
+            size = max(need, 2 * len(self.visits))
+            for name, _ in _NODE_FIELDS:
+                old = getattr(self, name)
+                new = np.empty(size, old.dtype)  # rows are written before they are read
+                new[:len(old)] = old
+                setattr(self, name, new)
+        need = int(self.children_used[0]) + children
+        if need > len(self.cnode):
+            size = max(need, 2 * len(self.cnode))
+            for name, _ in _CHILD_FIELDS:
+                old = getattr(self, name)
+                new = np.empty(size, old.dtype)
+                new[:len(old)] = old
+                setattr(self, name, new)
+
+    # ------------------------------------------------------------------ in
+    @classmethod
+    def from_root(cls, root: UCTNode) -> CoreTree:
+        """The tree under `root` (breadth first); raises NotCovered for a node expanded
+        under memory pressure (its deeper expansion is the Python search's)."""
+        nodes: list[UCTNode] = [root]
+        stats = []  # per node: visits, wins, m2, vl, prior, net, status, expanded, move
+        firsts, counts, inflateds = [], [], []
+        cnode: list[int] = []
+        cmove: list[int] = []
+        cprior: list[float] = []
+        i = 0
+        while i < len(nodes):
+            u = nodes[i]
+            i += 1
+            if u.psa_ratio > 0.0 and u.expanded:
+                raise NotCovered("a node expanded under memory pressure")
+            stats.append((u.visits, u.black_wins, u.m2, u.virtual_loss, u.prior, u.net_eval,
+                          u.status, u.expanded, u.move))
+            kids = u.children
+            moves = u._moves
+            if not u.expanded:
+                firsts.append(0)
+                counts.append(0)
+                inflateds.append(0)
+                continue
+            firsts.append(len(cnode))
+            counts.append(len(moves) if moves else len(kids))
+            inflateds.append(len(kids))
+            for c in kids:
+                cnode.append(len(nodes))
+                nodes.append(c)
+                cmove.append(c.move)
+                cprior.append(c.prior)
+            if moves:
+                for j in range(len(kids), len(moves)):
+                    cnode.append(-1)
+                    cmove.append(moves[j])
+                    cprior.append(u._priors[j])
+        n, m = len(nodes), len(cnode)
+        tree = cls(max(1024, 2 * n), max(16384, 2 * m))
+        cols = list(zip(*stats))
+        for name, col in zip(("visits", "wins", "m2", "vl", "prior", "net", "status",
+                              "expanded", "nmove"), cols):
+            getattr(tree, name)[:n] = col
+        tree.first[:n] = firsts
+        tree.count[:n] = counts
+        tree.inflated[:n] = inflateds
+        if m:
+            tree.cnode[:m] = cnode
+            tree.cmove[:m] = cmove
+            tree.cprior[:m] = cprior
+        tree.nodes_used[0] = n
+        tree.children_used[0] = m
+        tree.objects = nodes
+        return tree
+
+    # ------------------------------------------------------------------ out
+    def to_root(self, boards=None) -> UCTNode:
+        """Write the arrays back as UCTNodes: the objects that came in are updated in place,
+        new nodes are made; `boards[row]`, where given, becomes a node's kept position.
+        Returns the root (the same object as `from_root`'s)."""
+        n = int(self.nodes_used[0])
+        objects = self.objects
+        objects += [None] * (n - len(objects))
+        m = int(self.children_used[0])
+        cnode = self.cnode[:m].tolist()
+        cmove = self.cmove[:m].tobytes()
+        cprior = self.cprior[:m].tobytes()
+        keep = boards is not None
+        rows = zip(range(n), self.visits[:n].tolist(), self.wins[:n].tolist(),
+                   self.m2[:n].tolist(), self.vl[:n].tolist(), self.prior[:n].tolist(),
+                   self.net[:n].tolist(), self.status[:n].tolist(), self.nmove[:n].tolist())
+        for nd, visits, wins, m2, vl, prior, net, status, move in rows:
+            u = objects[nd]
+            if u is None:
+                u = objects[nd] = UCTNode(move, prior)
+                if keep and nd < len(boards):
+                    u.board = boards[nd]
+            else:
+                u.prior = prior
+                if keep and u.board is None and nd < len(boards):
+                    u.board = boards[nd]
+            u.visits = visits
+            u.black_wins = wins
+            u.m2 = m2
+            u.virtual_loss = vl
+            u.net_eval = net
+            u.status = status
+        expanded = np.flatnonzero(self.expanded[:n]).tolist()
+        spans = zip(expanded, self.first[expanded].tolist(), self.count[expanded].tolist(),
+                    self.inflated[expanded].tolist())
+        empty_moves, empty_priors = array("h"), array("f")
+        for nd, lo, k, inf in spans:
+            u = objects[nd]
+            u.expanded = True
+            u.psa_ratio = 0.0
+            u.children = [objects[c] for c in cnode[lo:lo + inf]]
+            if inf < k:
+                u._moves = array("h", cmove[2 * lo:2 * (lo + k)])
+                u._priors = array("f", cprior[4 * lo:4 * (lo + k)])
+            else:
+                u._moves = empty_moves
+                u._priors = empty_priors
+        return objects[0]
+
+
+assert M2_START == 1e-4  # kernels.M2_START repeats it

@@ -1,0 +1,583 @@
+"""The compiled search core's loops (numba): a batch's descents with their board play, and
+the expansion and backup of its evaluated leaves, over the array tree of core/arrays.py.
+
+Owns: `collect` (Leela Zero's UCTSearch::play_simulation descents under virtual loss, with
+UCTNode::uct_select_child's PUCT, FPU reduction and virtual loss, the moves played on a
+mailbox board with captures and the positional-superko test), `expansion_keys` and `attach`
+(each leaf's legal moves, pass rule, renormalised priors; its children in Leela Zero's order,
+sorted by NumPy in between; then the backups) and the board helpers they share. Imports: numpy and numba only.
+
+Each is the deliberate compiled copy of the Python reference, which stays the authority:
+- selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child);
+- the board: `Board.play_move` / `_place` / `_merge` / `_remove_string` (game/board.py;
+  src/FullBoard.cpp, src/FastBoard.cpp), the stones-only ko hash only, since the descent
+  needs nothing else of a position (the evaluator's positions are the Python boards);
+- area scoring: `Board.area_counts` (src/FastBoard.cpp calc_reach_color);
+- expansion: `expansion.expand_batch` / `children_of` and `pass_allowed` (src/UCTNode.cpp
+  create_children);
+- the collection loop and backup: `SearchRun.collect` / `_descend` and `node.backup`.
+tests/test_search_core.py grows the same trees with both, move for move.
+
+The tree: children are rows of a compact child tier (move, float32 prior, node index or -1
+while not inflated: Leela Zero's UCTNodePointer), nodes rows of a node tier (statistics).
+A node's children are consecutive child rows, sorted by (prior, vertex) descending; the
+inflated ones are always a prefix (see node.py's docstring: the best uninflated child is the
+first), so selection scores the prefix and the next compact child only.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from numba import njit
+from numba.core.errors import NumbaWarning
+
+warnings.filterwarnings("ignore", category=NumbaWarning)
+
+STRIDE = 21
+NUM_VERTICES = 441
+BLACK = 0
+WHITE = 1
+EMPTY = 2
+INVAL = 3
+PASS = -1
+ACTIVE = 0
+INVALID = 2
+MAX_PASSES = 4
+M2_START = 1e-4
+FLT_MIN = 1.17549435e-38
+FEW_MOVES = 19
+PASS_WINRATE = 0.8
+POINTS = 361
+
+# What a descent ended in (run.py's _LEAF, _VALUE, _NOVALUE, _COLLISION).
+LEAF = 0
+VALUE = 1
+NOVALUE = 2
+COLLISION = 3
+
+# meta columns of a board: ko point, consecutive passes, stones-only hash.
+KO = 0
+PASSES = 1
+KO_HASH = 2
+
+
+# ------------------------------------------------------------------ the board
+@njit(cache=True, nogil=True, inline="always")
+def _copy_board(sq, par, nxt, libs, stn, meta, s, dsq, dpar, dnxt, dlibs, dstn, dmeta, d):
+    dsq[d, :] = sq[s, :]
+    dpar[d, :] = par[s, :]
+    dnxt[d, :] = nxt[s, :]
+    dlibs[d, :] = libs[s, :]
+    dstn[d, :] = stn[s, :]
+    dmeta[d, :] = meta[s, :]
+
+
+@njit(cache=True, nogil=True)
+def _remove_string(sq, par, libs, nxt, b, start, delta):
+    color = sq[b, start]
+    other = 1 - color
+    h = np.int64(0)
+    removed = 0
+    pos = start
+    while True:
+        sq[b, pos] = EMPTY
+        par[b, pos] = 0
+        h ^= delta[color, pos]
+        removed += 1
+        seen0 = -1
+        seen1 = -1
+        seen2 = -1
+        for k in range(4):
+            n = pos - STRIDE if k == 0 else pos + 1 if k == 1 else pos + STRIDE if k == 2 \
+                else pos - 1
+            if sq[b, n] == other:
+                r = par[b, n]
+                if r != seen0 and r != seen1 and r != seen2:
+                    libs[b, r] += 1
+                    if seen0 < 0:
+                        seen0 = r
+                    elif seen1 < 0:
+                        seen1 = r
+                    else:
+                        seen2 = r
+        pos = nxt[b, pos]
+        if pos == start:
+            break
+    return removed, h
+
+
+@njit(cache=True, nogil=True)
+def _merge(sq, par, libs, nxt, stn, b, ip, aip):
+    stn[b, ip] += stn[b, aip]
+    lib = libs[b, ip]
+    pos = aip
+    while True:
+        for k in range(4):
+            n = pos - STRIDE if k == 0 else pos + 1 if k == 1 else pos + STRIDE if k == 2 \
+                else pos - 1
+            if (sq[b, n] == EMPTY and par[b, n - STRIDE] != ip and par[b, n + 1] != ip
+                    and par[b, n + STRIDE] != ip and par[b, n - 1] != ip):
+                lib += 1
+        par[b, pos] = ip
+        pos = nxt[b, pos]
+        if pos == aip:
+            break
+    libs[b, ip] = lib
+    t = nxt[b, aip]
+    nxt[b, aip] = nxt[b, ip]
+    nxt[b, ip] = t
+
+
+@njit(cache=True, nogil=True)
+def play(sq, par, nxt, libs, stn, meta, b, color, v, delta):
+    """Board.play_move on board row b, keeping the ko point, the passes and the ko hash."""
+    if v == PASS:
+        meta[b, KO] = 0
+        p = meta[b, PASSES]
+        meta[b, PASSES] = p + 1 if p < MAX_PASSES else MAX_PASSES
+        return
+    meta[b, PASSES] = 0
+    kh = meta[b, KO_HASH] ^ delta[color, v]
+    sq[b, v] = color
+    par[b, v] = v
+    nxt[b, v] = v
+    stn[b, v] = 1
+    own = 0
+    lib = 0
+    seen0 = -1
+    seen1 = -1
+    seen2 = -1
+    for k in range(4):
+        n = v - STRIDE if k == 0 else v + 1 if k == 1 else v + STRIDE if k == 2 else v - 1
+        s = sq[b, n]
+        if s == EMPTY:
+            lib += 1
+        elif s != INVAL:
+            if s == color:
+                own = 1
+            r = par[b, n]
+            if r != seen0 and r != seen1 and r != seen2:
+                libs[b, r] -= 1
+                if seen0 < 0:
+                    seen0 = r
+                elif seen1 < 0:
+                    seen1 = r
+                else:
+                    seen2 = r
+    libs[b, v] = lib
+    if seen0 < 0:
+        meta[b, KO] = 0
+        meta[b, KO_HASH] = kh
+        return
+    opp = 1 - color
+    captured = 0
+    captured_at = 0
+    for k in range(4):
+        n = v - STRIDE if k == 0 else v + 1 if k == 1 else v + STRIDE if k == 2 else v - 1
+        s = sq[b, n]
+        if s == opp:
+            if libs[b, par[b, n]] <= 0:
+                got, h = _remove_string(sq, par, libs, nxt, b, n, delta)
+                captured += got
+                kh ^= h
+                captured_at = n
+        elif s == color:
+            ip = par[b, v]
+            aip = par[b, n]
+            if ip != aip:
+                if stn[b, ip] >= stn[b, aip]:
+                    _merge(sq, par, libs, nxt, stn, b, ip, aip)
+                else:
+                    _merge(sq, par, libs, nxt, stn, b, aip, ip)
+    ko = 0
+    if captured == 0 and libs[b, par[b, v]] == 0:
+        got, h = _remove_string(sq, par, libs, nxt, b, v, delta)  # suicide
+        kh ^= h
+    elif captured == 1 and lib == 0 and own == 0:
+        ko = captured_at
+    meta[b, KO] = ko
+    meta[b, KO_HASH] = kh
+
+
+@njit(cache=True, nogil=True)
+def area_score(sq, b, komi):
+    """Board.area_score: Black's stones and reach minus White's, minus komi."""
+    counts = np.zeros(2, np.int64)
+    reach = np.zeros(NUM_VERTICES, np.bool_)
+    stack = np.empty(NUM_VERTICES, np.int64)
+    for color in range(2):
+        reach[:] = False
+        top = 0
+        for v in range(NUM_VERTICES):
+            if sq[b, v] == color:
+                reach[v] = True
+                stack[top] = v
+                top += 1
+        while top > 0:
+            top -= 1
+            v = stack[top]
+            for k in range(4):
+                n = v - STRIDE if k == 0 else v + 1 if k == 1 else v + STRIDE if k == 2 \
+                    else v - 1
+                if not reach[n] and sq[b, n] == EMPTY:
+                    reach[n] = True
+                    stack[top] = n
+                    top += 1
+        c = 0
+        for v in range(NUM_VERTICES):
+            if reach[v]:
+                c += 1
+        counts[color] = c
+    return counts[0] - counts[1] - komi
+
+
+# ------------------------------------------------------------------ selection
+@njit(cache=True, nogil=True)
+def select_child(node, color, fpu_reduction, c_puct, log_puct, log_const, visits, wins, vl,
+                 prior, net, status, first, count, inflated, cnode, cmove, cprior, nodes_used,
+                 nmove, m2, expanded):
+    """UCTNode.select_child over the arrays; returns the chosen child row (inflating the next
+    compact child when it wins, into node row nodes_used[0]) or -1 when no child is ACTIVE."""
+    lo = first[node]
+    hi = lo + inflated[node]
+    parent_visits = 0
+    visited_policy = 0.0
+    for c in range(lo, hi):
+        nd = cnode[c]
+        if status[nd] != INVALID:
+            n = visits[nd]
+            if n:
+                parent_visits += n
+                visited_policy += prior[nd]
+    cn = c_puct * math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+    base = net[node]
+    fpu = base if color == BLACK else 1.0 - base
+    fpu -= fpu_reduction * math.sqrt(visited_policy)
+    white = color == WHITE
+    best = -1
+    best_score = -1e300
+    for c in range(lo, hi):
+        nd = cnode[c]
+        if status[nd] != ACTIVE:
+            continue
+        n = visits[nd]
+        v = vl[nd]
+        if n:
+            q = (wins[nd] + (v if white else 0)) / (n + v)
+            if white:
+                q = 1.0 - q
+        elif v:
+            q = -1.0 - fpu_reduction
+        else:
+            q = fpu
+        score = q + cn * prior[nd] / (1 + n)
+        if score > best_score:
+            best_score = score
+            best = c
+    if inflated[node] < count[node] and fpu + cn * np.float64(cprior[hi]) > best_score:
+        nd = nodes_used[0]
+        nodes_used[0] = nd + 1
+        _fresh_node(nd, np.float64(cprior[hi]), visits, wins, vl, prior, net, status)
+        nmove[nd] = cmove[hi]
+        m2[nd] = M2_START
+        expanded[nd] = False
+        cnode[hi] = nd
+        inflated[node] += 1
+        best = hi
+    return best
+
+
+@njit(cache=True, nogil=True)
+def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins, vl, prior,
+                net, status, first, inflated, cnode, touched):
+    """node.RootSelector.select over the arrays (the root's children are all inflated):
+    select_child's scores for the children selected before in this run (`touched`, or with
+    visits, virtual loss or INVALID when the run began), the first best in child order; the
+    others are represented by the one with the highest prior (the earliest on a tie), which
+    wins if it scores higher, or as high and comes earlier. This is select_child's choice
+    except when c_puct's term is 0 (no child visited yet) and the priors are not in child
+    order (root noise): select_child takes the first child then, RootSelector the highest
+    prior. The Python search is the reference, so the core does as RootSelector does."""
+    lo = first[0]
+    hi = lo + inflated[0]
+    parent_visits = 0
+    visited_policy = 0.0
+    for c in range(lo, hi):
+        nd = cnode[c]
+        if status[nd] != INVALID:
+            n = visits[nd]
+            if n:
+                parent_visits += n
+                visited_policy += prior[nd]
+    cn = c_puct * math.sqrt(parent_visits * math.log(log_puct * parent_visits + log_const))
+    base = net[0]
+    fpu = base if color == BLACK else 1.0 - base
+    fpu -= fpu_reduction * math.sqrt(visited_policy)
+    white = color == WHITE
+    best = -1
+    best_score = -1e300
+    fresh = -1
+    fresh_prior = -1.0
+    for c in range(lo, hi):
+        nd = cnode[c]
+        if not touched[c - lo]:
+            if status[nd] == ACTIVE and prior[nd] > fresh_prior:
+                fresh_prior = prior[nd]
+                fresh = c
+            continue
+        if status[nd] != ACTIVE:
+            continue
+        n = visits[nd]
+        v = vl[nd]
+        if n:
+            q = (wins[nd] + (v if white else 0)) / (n + v)
+            if white:
+                q = 1.0 - q
+        elif v:
+            q = -1.0 - fpu_reduction
+        else:
+            q = fpu
+        score = q + cn * prior[nd] / (1 + n)
+        if score > best_score:
+            best_score = score
+            best = c
+    if fresh >= 0:
+        score = fpu + cn * fresh_prior
+        if score > best_score or (score == best_score and fresh < best):
+            touched[fresh - lo] = True
+            best = fresh
+    return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fresh_node(nd, p, visits, wins, vl, prior, net, status):
+    visits[nd] = 0
+    wins[nd] = 0.0
+    vl[nd] = 0
+    prior[nd] = p
+    net[nd] = 0.5
+    status[nd] = ACTIVE
+
+
+@njit(cache=True, nogil=True)
+def _repeats(kh, seen, hashes, depth):
+    """Positional superko below the root: the game's positions (`seen`, sorted) or the
+    path's."""
+    i = np.searchsorted(seen, kh)
+    if i < seen.shape[0] and seen[i] == kh:
+        return True
+    for j in range(depth):
+        if hashes[j] == kh:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _backup(path, length, value, vlw, visits, wins, m2, vl):
+    for k in range(length):
+        nd = path[k]
+        n = visits[nd]
+        w = wins[nd]
+        old_delta = value - w / n if n > 0 else 0.0
+        n += 1
+        w += value
+        visits[nd] = n
+        wins[nd] = w
+        m2[nd] += old_delta * (value - w / n)
+        vl[nd] -= vlw
+
+
+# ------------------------------------------------------------------ one batch
+@njit(cache=True, nogil=True)
+def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_const, vlw,
+            komi, seen, delta,
+            visits, wins, m2, vl, prior, net, status, expanded, first, count, inflated,
+            cnode, cmove, cprior, nodes_used, nmove,
+            rsq, rpar, rnxt, rlibs, rstn, rmeta,
+            lsq, lpar, lnxt, llibs, lstn, lmeta,
+            paths, lengths, colors, hashes, counters, touched):
+    """SearchRun.collect: up to `limit` descents from the root (node 0) under virtual loss.
+    Leaves are left in paths/lengths/colors and their positions in the l* board rows;
+    terminal playouts are backed up at once. counters: [leaves, done (terminal playouts)].
+    A path longer than paths' width ends as a repetition would (never in a real game)."""
+    maxd = paths.shape[1]
+    leaves = 0
+    attempts = 0
+    done = 0
+    while leaves < limit and attempts < 2 * limit:
+        attempts += 1
+        b = leaves  # the descent's board: the leaf's row if it ends in a leaf
+        _copy_board(rsq, rpar, rnxt, rlibs, rstn, rmeta, 0, lsq, lpar, lnxt, llibs, lstn,
+                    lmeta, b)
+        node = 0
+        vl[0] += vlw
+        paths[b, 0] = 0
+        length = 1
+        color = root_color
+        fpu = root_fpu
+        kind = NOVALUE
+        value = 0.0
+        while True:
+            if not expanded[node]:
+                if lmeta[b, PASSES] >= 2:
+                    score = area_score(lsq, b, komi)
+                    value = 1.0 if score > 0 else 0.0 if score < 0 else 0.5
+                    kind = VALUE
+                elif vl[node] > vlw:
+                    kind = COLLISION
+                else:
+                    kind = LEAF
+                break
+            if count[node] == 0:
+                kind = NOVALUE
+                break
+            if node == 0:
+                c = root_select(color, fpu, c_puct, log_puct, log_const, visits, wins, vl,
+                                prior, net, status, first, inflated, cnode, touched)
+            else:
+                c = select_child(node, color, fpu, c_puct, log_puct, log_const, visits, wins,
+                                 vl, prior, net, status, first, count, inflated, cnode, cmove,
+                                 cprior, nodes_used, nmove, m2, expanded)
+            if c < 0:
+                kind = NOVALUE
+                break
+            child = cnode[c]
+            move = cmove[c]
+            play(lsq, lpar, lnxt, llibs, lstn, lmeta, b, color, move, delta)
+            kh = lmeta[b, KO_HASH]
+            if move != PASS and _repeats(kh, seen, hashes, length - 1):
+                status[child] = INVALID
+                kind = NOVALUE
+                break
+            if length >= maxd:
+                kind = NOVALUE
+                break
+            hashes[length - 1] = kh
+            vl[child] += vlw
+            paths[b, length] = child
+            length += 1
+            node = child
+            color = 1 - color
+            fpu = fpu_reduction
+        if kind == LEAF:
+            lengths[b] = length
+            colors[b] = color
+            leaves += 1
+            continue
+        if kind == VALUE:
+            _backup(paths[b], length, value, vlw, visits, wins, m2, vl)
+            done += 1
+            limit -= 1
+            continue
+        for k in range(length):
+            vl[paths[b, k]] -= vlw
+        if kind == COLLISION:
+            break
+    counters[0] = leaves
+    counters[1] = done
+
+
+@njit(cache=True, nogil=True)
+def expansion_keys(n, policies, winrates, dumbpass, komi, lsq, lpar, llibs, lmeta, colors,
+                   vertex_of_slot, tie_rank, keys):
+    """The first half of expansion.expand_batch for n evaluated leaves: each leaf's legal
+    points (expansion_kernels.legal_slots), the pass rule (expansion.pass_allowed), its
+    policy renormalised over them in float32, slot order (expansion_kernels.child_keys),
+    as one sortable key per child in keys[i] ((prior bits + 1) << 9 | tie rank; 0 for the
+    slots that are no child). NumPy then sorts the rows (much faster than numba's sort on
+    these rows, as expand_batch found) and `attach` makes the children."""
+    slots = POINTS + 1
+    mask = np.zeros(slots, np.bool_)
+    row = np.empty(slots, np.float32)
+    bits = row.view(np.int32)
+    zero = np.float32(0.0)
+    for i in range(n):
+        color = colors[i]
+        other = 1 - color
+        legal = 0
+        ko = lmeta[i, KO]
+        for s in range(POINTS):
+            v = vertex_of_slot[s]
+            mask[s] = False
+            if lsq[i, v] != EMPTY or v == ko:
+                continue
+            for k in range(4):
+                w = v - STRIDE if k == 0 else v + 1 if k == 1 else v + STRIDE if k == 2 \
+                    else v - 1
+                q = lsq[i, w]
+                if (q == EMPTY or (q == color and llibs[i, lpar[i, w]] > 1)
+                        or (q == other and llibs[i, lpar[i, w]] <= 1)):
+                    mask[s] = True
+                    legal += 1
+                    break
+        wr = winrates[i]
+        if dumbpass or legal <= FEW_MOVES:
+            allow = True
+        elif wr <= PASS_WINRATE:
+            allow = False
+        else:
+            score = area_score(lsq, i, komi)
+            allow = (score if color == BLACK else -score) >= 0
+        mask[POINTS] = allow
+        total_count = legal + (1 if allow else 0)
+        total = np.float32(0.0)
+        for s in range(slots):
+            p = policies[i, s] if mask[s] else zero
+            row[s] = p
+            total += p
+        if total <= FLT_MIN:
+            if total_count:
+                even = np.float32(1.0 / total_count)
+                for s in range(slots):
+                    row[s] = even if mask[s] else zero
+            total = np.float32(1.0)
+        for s in range(slots):
+            row[s] = row[s] / total
+        for s in range(slots):
+            keys[i, s] = (((np.int64(bits[s]) + 1) << 9) | tie_rank[s]) if mask[s] else 0
+
+
+@njit(cache=True, nogil=True)
+def attach(n, keys, winrates, vlw, visits, wins, m2, vl, net, expanded, first, count,
+           inflated, cnode, cmove, cprior, children_used, paths, lengths, colors,
+           vertex_of_slot, values):
+    """The second half: each leaf's children from its sorted keys (the largest first),
+    appended to the child tier from children_used[0], its value (Black's) in values, then
+    SearchRun._backup_leaves: every value backed up along its path. Returns the number of
+    children made."""
+    slots = keys.shape[1]
+    made = 0
+    prior_bits = np.empty(1, np.int32)
+    prior = prior_bits.view(np.float32)
+    for i in range(n):
+        start = children_used[0]
+        k = 0
+        for j in range(slots - 1, -1, -1):
+            key = keys[i, j]
+            if key == 0:
+                break
+            rank = key & 511
+            c = start + k
+            slot = POINTS if rank == 0 else rank - 1
+            cmove[c] = PASS if rank == 0 else vertex_of_slot[slot]
+            prior_bits[0] = np.int32((key >> 9) - 1)
+            cprior[c] = prior[0]
+            cnode[c] = -1
+            k += 1
+        children_used[0] = start + k
+        made += k
+        leaf = paths[i, lengths[i] - 1]
+        wr = winrates[i]
+        black = wr if colors[i] == BLACK else 1.0 - wr
+        net[leaf] = black
+        expanded[leaf] = True
+        first[leaf] = start
+        count[leaf] = k
+        inflated[leaf] = 0
+        values[i] = black
+    for i in range(n):
+        _backup(paths[i], lengths[i], values[i], vlw, visits, wins, m2, vl)
+    return made

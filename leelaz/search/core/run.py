@@ -1,0 +1,474 @@
+"""A search call's batches on the compiled core: `CoreRun`, a SearchRun whose descents,
+board play, expansion and backups run in core/kernels.py over core/arrays.py's tree.
+
+Owns: `CoreRun`, `covers` (which calls the core runs; the others are the Python search's)
+and `core_enabled` / `kernels` (the switch, and numba loaded once). Imports: numpy,
+search.run (SearchRun, whose loop rules, limits, time management and reports it keeps),
+search.root, search.core.arrays, and search.core.kernels lazily (numba).
+
+A batch: one `collect` call (every descent of the batch, terminal playouts backed up), the
+leaves' GameStates put together in Python for the evaluator (their positions are the Python
+`Board`s, one copy + play a leaf, as the Python search makes them), one evaluator call, then
+`expansion_keys`, NumPy's row sort and `attach` (children and backups): three compiled calls
+a batch whatever its size. With an asynchronous evaluator the batch is left on the
+device while the next is collected, as SearchRun does. Everything before the first batch
+(the root: reuse, evaluation, superko, noise) and after the last (statistics, the move
+choice) is the Python search's code on the UCTNode tree the core writes back.
+
+Covered: `UCTSearch.think` (genmove) at any batch size, noise, time management (pruning
+included), tree reuse (through the conversions), memory limits (the run hands its tree back
+to the Python search once memory pressure trims expansions, see `_hand_over`). Not covered,
+so the Python search runs: pondering and lz-analyze, progress reports (lz-genmove_analyze),
+move restrictions (avoid/allow), the dynamic-komi modes and dynamic FPU, self-play's step
+API. `covers` decides; tests/test_search_core.py checks each fallback.
+
+The switch: by default (or LEELAZ_SEARCH_CORE=compiled) the core runs where it covers the
+call, once numba has loaded it in the background; LEELAZ_SEARCH_CORE=python never (the
+reference, to compare: tests/test_search_core.py, `leelaz bench search`).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import sys
+import threading
+
+import numpy as np
+
+from leelaz.game.coords import ALL_VERTICES
+from leelaz.search.core.arrays import CoreTree, NotCovered
+from leelaz.search import run as search_run
+from leelaz.search.node import INVALID, RootSelector
+from leelaz.search.root import prepare_root
+from leelaz.search.timemanage import playouts_left
+from leelaz.search.run import _LEAF, LeafBatch, SearchRun
+
+CORE_VARIABLE = "LEELAZ_SEARCH_CORE"
+#: =1: the first search waits for the kernels instead of running on the Python search
+#: (tests and benchmarks that must measure the core from the start).
+WAIT_VARIABLE = "LEELAZ_SEARCH_CORE_WAIT"
+#: The longest descent the core follows (a path never gets near it in a real game).
+MAX_DEPTH = 1024
+_MASK64 = (1 << 64) - 1
+
+_kernels = None  # core/kernels once compiled (or loaded from numba's cache) and warmed up
+_module = None  # core/kernels once imported
+_loading: threading.Thread | None = None
+_said_missing = False
+
+
+def core_enabled() -> bool:
+    """The core runs unless LEELAZ_SEARCH_CORE=python (the reference, to compare)."""
+    return os.environ.get(CORE_VARIABLE, "compiled") != "python"
+
+
+def kernels(wait: bool = False):
+    """search/core/kernels once ready, else None (the Python search serves meanwhile).
+
+    The first call starts a background thread that imports numba and has every kernel
+    compiled for the exact argument types a search passes (numba caches the machine code
+    beside the sources, so later processes only load it), by running a small search on the
+    core: neither a start nor a move on the clock waits for a compiler. `wait` blocks
+    until the thread is done (tests, benchmarks). Without numba: None, and one line on
+    stderr saying so."""
+    global _loading
+    if _kernels is None and _loading is None:
+        _loading = threading.Thread(target=_load, name="leelaz-core-compile", daemon=True)
+        _loading.start()
+    if (wait or os.environ.get(WAIT_VARIABLE) == "1") and _loading is not None:
+        _loading.join()
+    return _kernels
+
+
+def _load() -> None:
+    global _kernels, _module, _said_missing
+    try:
+        k = importlib.import_module("leelaz.search.core.kernels")
+    except ImportError:
+        if not _said_missing:
+            _said_missing = True
+            sys.stderr.write("leelaz: numba is not installed, so the search runs in pure "
+                             "Python (pip install numba)\n")
+            sys.stderr.flush()
+        return
+    _module = k
+    try:
+        _warm_up()
+    except Exception as error:  # never fatal: the Python search serves
+        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error})\n")
+        sys.stderr.flush()
+        return
+    _kernels = k
+
+
+class _Uniform:
+    """The warm-up's evaluator: a uniform policy and an even value, at once."""
+
+    asynchronous = False
+
+    def evaluate(self, states, symmetry=None):
+        policy = np.full(362, 1.0 / 362, dtype=np.float32)
+        return [_Evaluation(policy, 0.5) for _ in states]
+
+    def submit(self, states, symmetry=None):
+        return _Answered(self.evaluate(states))
+
+
+class _Evaluation:
+    def __init__(self, policy, winrate):
+        self.policy = policy
+        self.winrate = winrate
+
+
+class _Answered:
+    def __init__(self, evals):
+        self.evals = evals
+
+    def result(self):
+        return self.evals
+
+
+def _warm_up() -> None:
+    """A small search on the core, which compiles (or loads) each kernel for the argument
+    types of every real search."""
+    from leelaz.game.state import GameState
+    from leelaz.search.params import SearchParams
+    from leelaz.search.run import Limits, Progress
+    from leelaz.search.search import UCTSearch
+
+    search = UCTSearch(_Uniform(), SearchParams(max_visits=40, batch_size=4, quiet=True,
+                                                timemanage="off"), rng=1)
+    run = CoreRun.replacing(search.start(GameState()))
+    run.prepare()
+    run.run(Limits(40, 40, 10**9), Progress())
+
+
+def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> bool:
+    """Whether a call with these features runs on the core (see the module docstring)."""
+    return (core_enabled() and not pondering and on_progress is None
+            and (restrictions is None or not restrictions.has_move_restrictions)
+            and search.dynamic_komi is None and not search.params.dynamic_fpu
+            and kernels() is not None)
+
+
+def _signed(h: int) -> int:
+    h &= _MASK64
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+_VERTEX_OF_SLOT = np.array(list(ALL_VERTICES), dtype=np.int64)
+_TIE_RANK = np.append(np.arange(1, 362), 0).astype(np.int64)
+_DELTA = None
+
+
+def _delta() -> np.ndarray:
+    """The stones-only hash's change for a stone of each colour at each vertex."""
+    global _DELTA
+    if _DELTA is None:
+        from leelaz.game.zobrist import STONE_DELTA
+        _DELTA = np.array([[_signed(h) for h in row] for row in STONE_DELTA], dtype=np.int64)
+    return _DELTA
+
+
+class _Buffers:
+    """One batch's leaves in the kernels' layout: their positions, paths and colours."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.sq = np.zeros((size, 441), np.uint8)
+        self.par = np.zeros((size, 441), np.int16)
+        self.nxt = np.zeros((size, 441), np.int16)
+        self.libs = np.zeros((size, 441), np.int16)
+        self.stn = np.zeros((size, 441), np.int16)
+        self.meta = np.zeros((size, 3), np.int64)
+        self.paths = np.zeros((size, MAX_DEPTH), np.int64)
+        self.lengths = np.zeros(size, np.int64)
+        self.colors = np.zeros(size, np.int64)
+        self.counters = np.zeros(2, np.int64)
+
+
+class CoreBatch(LeafBatch):
+    """A LeafBatch whose leaves' paths live in `buffers` (node rows)."""
+
+    __slots__ = ("buffers",)
+
+
+def _board_rows(board):
+    """A Python Board as the kernels' one-row board arrays."""
+    sq = np.frombuffer(bytes(board.square), np.uint8).reshape(1, -1).copy()
+    par = np.array(board.parent, np.int16).reshape(1, -1)
+    nxt = np.array(board.next, np.int16).reshape(1, -1)
+    libs = np.array(board.libs, np.int16).reshape(1, -1)
+    stn = np.array(board.stones, np.int16).reshape(1, -1)
+    meta = np.array([[board.ko_move, board.passes, _signed(board.ko_hash)]], np.int64)
+    return sq, par, nxt, libs, stn, meta
+
+
+class CoreRun(SearchRun):
+    """SearchRun with the batches on the compiled core (see the module docstring)."""
+
+    @classmethod
+    def replacing(cls, run: SearchRun) -> CoreRun:
+        """The core run in place of a Python one made by UCTSearch.start."""
+        core = cls.__new__(cls)
+        core.__dict__.update(run.__dict__)
+        core.tree = None
+        return core
+
+    def prepare(self) -> None:
+        prepare_root(self)  # the Python search's: reuse, root evaluation, superko, noise
+        self.root_selector = None
+        self.tree = None
+        try:
+            self.tree = CoreTree.from_root(self.root)
+        except NotCovered:
+            self.root_selector = RootSelector(self.root)
+            return
+        self._k = _module
+        self._root_board = _board_rows(self.root_state.board)
+        self._seen = np.array(sorted(_signed(h) for h in self.seen), dtype=np.int64)
+        self._hashes = np.zeros(MAX_DEPTH, np.int64)
+        self._keys = np.zeros((16, 362), np.int64)
+        # The root children RootSelector counts as touched when it is made (node.py).
+        self._touched = np.array([bool(c.visits or c.virtual_loss or c.status == INVALID)
+                                  for c in self.root.children] or [False], dtype=np.bool_)
+        self._pool = [_Buffers(16), _Buffers(16)]
+        self._next_buffers = 0
+        # The Python positions of the nodes below the root (the evaluator's GameStates are
+        # made of them); the root's is the root state's.
+        self._boards = [u.board for u in self.tree.objects]
+        self._boards[0] = None
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, limits, progress) -> None:
+        if self.tree is None:  # not covered: the Python batches
+            super().run(limits, progress)
+            return
+        self.begin(limits, progress)
+        self._early_stop = _SyncedEarlyStop(self._early_stop)
+        pipelined = self.batch_size > 1 and self.evaluator.asynchronous
+        if pipelined:  # as SearchRun.run: the expansion's kernels, should the run hand over
+            search_run.request_compiled()
+        self.in_flight = None
+        gc.collect()
+        try:
+            while True:
+                if self.tree is not None and self.min_psa_ratio() > 0.0:
+                    self._hand_over()
+                if self.tree is None:
+                    if pipelined:
+                        did = self._step_pipelined(self.next_batch_size(pipelined=True))
+                    else:
+                        did = self._step(self.next_batch_size())
+                elif pipelined:
+                    did = self._core_step_pipelined(self.next_batch_size(pipelined=True))
+                else:
+                    did = self._core_step(self.next_batch_size())
+                gc.freeze()  # as SearchRun.run: the positions made stay out of the collector
+                if not self.after_batch(did):
+                    break
+            if self.tree is not None:
+                self._core_drain()
+            else:
+                self._drain()
+        finally:
+            if self.tree is not None:
+                self._write_back()
+            self.in_flight = None
+
+    def _hand_over(self) -> None:
+        """Memory pressure: the tree goes back to the Python search for the rest of the run
+        (its expansions are trimmed, and re-expanded when memory frees up)."""
+        self._core_drain()
+        self._write_back()
+        self.root_selector = RootSelector(self.root)
+        self._early_stop = self._early_stop.inner
+        self.tree = None
+
+    def _write_back(self) -> None:
+        self.tree.to_root(self._boards)
+        self._sync_root()
+
+    def _sync_root(self) -> None:
+        t = self.tree
+        root = self.root
+        root.visits = int(t.visits[0])
+        root.black_wins = float(t.wins[0])
+        root.m2 = float(t.m2[0])
+
+    def _sync_root_children(self) -> None:
+        """Copy the root children's statistics into their UCTNodes (time management reads
+        them), then their statuses back after it (it prunes)."""
+        t = self.tree
+        lo, inf = int(t.first[0]), int(t.inflated[0])
+        rows = t.cnode[lo:lo + inf].tolist()
+        objects = t.objects
+        for nd in rows:
+            u = objects[nd]
+            u.visits = int(t.visits[nd])
+            u.black_wins = float(t.wins[nd])
+            u.m2 = float(t.m2[nd])
+            u.status = int(t.status[nd])
+        self._sync_root()
+
+    def _statuses_back(self) -> None:
+        t = self.tree
+        for nd, u in enumerate(t.objects[:len(self.root.children) + 1]):
+            if nd and u is not None:
+                t.status[nd] = u.status
+
+    # ------------------------------------------------------------------ one batch
+    def _buffers(self, limit: int) -> _Buffers:
+        i = self._next_buffers
+        self._next_buffers = 1 - i
+        if self._pool[i].size < limit:
+            self._pool[i] = _Buffers(max(limit, 2 * self._pool[i].size))
+        return self._pool[i]
+
+    def core_collect(self, limit: int) -> CoreBatch:
+        """Up to `limit` descents in one kernel call; the leaves' GameStates for the
+        evaluator."""
+        t = self.tree
+        p = self.params
+        buf = self._buffers(limit)
+        t.reserve(2 * limit, 0)  # a descent inflates at most one node: its last
+        rsq, rpar, rnxt, rlibs, rstn, rmeta = self._root_board
+        used_before = int(t.nodes_used[0])
+        self._k.collect(limit, self.color, p.root_fpu_reduction(), p.fpu_reduction, p.c_puct,
+                        p.log_puct, p.log_const, p.virtual_loss,
+                        self.root_state.scoring_komi, self._seen, _delta(),
+                        t.visits, t.wins, t.m2, t.vl, t.prior, t.net, t.status, t.expanded,
+                        t.first, t.count, t.inflated, t.cnode, t.cmove, t.cprior,
+                        t.nodes_used, t.nmove,
+                        rsq, rpar, rnxt, rlibs, rstn, rmeta,
+                        buf.sq, buf.par, buf.nxt, buf.libs, buf.stn, buf.meta,
+                        buf.paths, buf.lengths, buf.colors, self._hashes, buf.counters,
+                        self._touched)
+        grown = int(t.nodes_used[0]) - used_before
+        if grown:
+            self._boards += [None] * grown
+        leaves_n, done = int(buf.counters[0]), int(buf.counters[1])
+        self.playouts += done
+        leaves = []
+        if leaves_n:
+            boards = self._boards
+            nmove = t.nmove
+            root_state = self.root_state
+            root_board = root_state.board
+            root_color = self.color
+            for i in range(leaves_n):
+                path = buf.paths[i, 1:buf.lengths[i]].tolist()
+                positions = []
+                board = root_board
+                color = root_color
+                for nd in path:
+                    after = boards[nd]
+                    if after is None:
+                        after = board.copy()
+                        after.play_move(color, int(nmove[nd]))
+                        if self.boards_left > 0:
+                            self.boards_left -= 1
+                            boards[nd] = after
+                    positions.append(after)
+                    board = after
+                    color = 1 - color
+                leaves.append((None, root_state.extended(positions), _LEAF))
+        batch = CoreBatch(leaves, done, 0.0)
+        batch.buffers = buf
+        return batch
+
+    def forget(self, batch) -> None:
+        if not isinstance(batch, CoreBatch):
+            super().forget(batch)
+            return
+        buf, vl, t = batch.buffers, self.params.virtual_loss, self.tree
+        for i in range(len(batch.leaves)):
+            for nd in buf.paths[i, :buf.lengths[i]].tolist():
+                t.vl[nd] -= vl
+
+    def core_apply(self, batch: CoreBatch) -> None:
+        """Wait for the batch's evaluations, then expand and back up: the children's keys in
+        one kernel call, their order by NumPy, the children and the backups in another."""
+        evals = self._evaluations(batch)
+        n = len(batch.leaves)
+        policies = np.concatenate([ev.policy for ev in evals]).reshape(n, 362)
+        policies = policies.astype(np.float32, copy=False)
+        winrates = np.array([float(ev.winrate) for ev in evals], dtype=np.float64)
+        t, buf, p = self.tree, batch.buffers, self.params
+        t.reserve(0, 362 * n)
+        keys = self._keys if len(self._keys) >= n else np.zeros((n, 362), np.int64)
+        self._keys = keys
+        keys = keys[:n]
+        values = np.zeros(n, np.float64)
+        k = self._k
+        k.expansion_keys(n, policies, winrates, p.dumbpass, self.root_state.scoring_komi,
+                         buf.sq, buf.par, buf.libs, buf.meta, buf.colors, _VERTEX_OF_SLOT,
+                         _TIE_RANK, keys)
+        keys.sort(axis=1)  # NumPy's sort: see kernels.expansion_keys
+        made = k.attach(n, keys, winrates, p.virtual_loss, t.visits, t.wins, t.m2, t.vl,
+                        t.net, t.expanded, t.first, t.count, t.inflated, t.cnode, t.cmove,
+                        t.cprior, t.children_used, buf.paths, buf.lengths, buf.colors,
+                        _VERTEX_OF_SLOT, values)
+        self.nodes += int(made)
+        self.playouts += n
+        self.root.visits = int(t.visits[0])
+
+    def _core_step(self, limit: int) -> int:
+        batch = self.core_collect(limit)
+        if batch.leaves:
+            self.submit(batch)
+            self.core_apply(batch)
+        self.root.visits = int(self.tree.visits[0])
+        return batch.done + len(batch.leaves)
+
+    def _core_step_pipelined(self, limit: int) -> int:
+        batch = self.core_collect(limit) if limit > 0 else None
+        if batch is not None and batch.leaves:
+            self.submit(batch)
+        did = batch.done if batch is not None else 0
+        did += len(batch.leaves) if batch is not None else 0
+        self.root.visits = int(self.tree.visits[0])
+        return did + self._core_drain(batch if batch is not None and batch.leaves else None)
+
+    def _core_drain(self, replacement=None) -> int:
+        batch, self.in_flight = self.in_flight, replacement
+        if batch is None:
+            return 0
+        self.core_apply(batch)
+        return len(batch.leaves)
+
+    def next_batch_size(self, pipelined: bool = False) -> int:
+        if self.tree is not None:
+            self.root.visits = int(self.tree.visits[0])
+        return super().next_batch_size(pipelined)
+
+    def log_playouts(self) -> None:
+        if self.params.quiet or self.tree is None:
+            super().log_playouts()
+            return
+        self._write_back()
+        super().log_playouts()
+
+
+class _SyncedEarlyStop:
+    """timemanage.EarlyStop reading the core's root children (synced into their UCTNodes
+    when it looks at them) and writing its pruning back."""
+
+    def __init__(self, inner):
+        self.inner = inner  # (no reference to the run: no cycle for the collector)
+
+    def keep_searching(self, run, limits, elapsed_cs) -> bool:
+        core = run
+        inner = self.inner
+        if core.tree is None or inner.mode == "off":
+            return inner.keep_searching(run, limits, elapsed_cs)
+        left = playouts_left(run, limits, elapsed_cs)
+        if run.root.visits - 1 <= left and not inner.pruned_some:
+            return True  # EarlyStop's own fast path: no child is looked at
+        core._sync_root_children()
+        keep = self.inner.keep_searching(run, limits, elapsed_cs)
+        core._statuses_back()
+        return keep
+

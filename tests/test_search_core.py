@@ -1,0 +1,322 @@
+"""The compiled search core (search/core/) against the Python search, its reference.
+
+The same search (seed, parameters, evaluator, position) is run twice, once on the Python
+search and once on the core (LEELAZ_SEARCH_CORE=compiled), and the two trees must be the
+same node for node: moves, visits, statuses, child counts, the values backed up (to 1e-9),
+and the same chosen move, winrate and principal variation. The positions are the 9-dan
+games' (the `tygem_dir` fixture) at several moves, the networks a tame random one (NumPy) and
+the shipped 6x128; batches of 1 (`-t 1`), 4 and 16, pipelined or not, with and without root
+noise; then tree reuse, time management's pruning and the hand-over under memory pressure.
+The core's board is checked against game/board.py move for move on whole games (captures,
+ko, suicide), and the calls it does not cover yet are shown to run on the Python search.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the compiled core needs numba (pip install '.[compiled]')")
+
+from leelaz.backends import create_backend  # noqa: E402
+from leelaz.backends.weights import load_weights  # noqa: E402
+from leelaz.game.board import Board  # noqa: E402
+from leelaz.game.coords import BLACK, PASS  # noqa: E402
+from leelaz.game.sgf import parse_game  # noqa: E402
+from leelaz.game.sgf_replay import state_from_sgf  # noqa: E402
+from leelaz.nn.cache import NNCache  # noqa: E402
+from leelaz.nn.network import Network  # noqa: E402
+from leelaz.search import stats  # noqa: E402
+from leelaz.search.core import run as core_run  # noqa: E402
+from leelaz.search.params import SearchParams  # noqa: E402
+from leelaz.search.search import UCTSearch  # noqa: E402
+from fake_evaluator import FakeEvaluator, HashEvaluator  # noqa: E402
+
+@pytest.fixture(autouse=True, scope="module")
+def compiled_core():
+    """The kernels compiled (or loaded from numba's cache) before the searches: until they
+    are, a search runs on the Python search."""
+    assert core_run.kernels(wait=True) is not None
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "weights" / "leelaz-6x128.txt.gz"
+
+
+def _games(tygem_dir, count: int) -> list[str]:
+    path = sorted(tygem_dir.glob("*.sgf.gz"))[0]
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+        lines = [line for line in f if line.startswith("(")]
+    return random.Random(7).sample(lines, count)
+
+
+@pytest.fixture(scope="module")
+def positions(tygem_dir):
+    """Real positions: three games at the opening, the middle game and late."""
+    out = []
+    for text, move in zip(_games(tygem_dir, 3), (30, 120, 210)):
+        game = parse_game(text)
+        out.append(state_from_sgf(game, min(move, len(game.mainline()) - 1)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_net(random_weights):
+    """A fresh tame random network for each search: a Network draws its random symmetries
+    (the root's evaluation) from its own generator, so both searches get the same draws."""
+    path = random_weights(1, 16)
+    return lambda: Network.from_file(path, backend="numpy", seed=1)
+
+
+def _signature(node, depth=0, out=None) -> list:
+    """Every inflated node, depth first: what a tree is, compared across the two searches."""
+    out = [] if out is None else out
+    out.append((depth, node.move, node.visits, round(node.black_wins, 9), node.status,
+                node.child_count(), round(node.prior, 12), node.expanded))
+    for child in node.children:
+        _signature(child, depth + 1, out)
+    return out
+
+
+class _Async:
+    """The network as an asynchronous evaluator (a GPU's), so that the search pipelines."""
+
+    asynchronous = True
+
+    def __init__(self, net):
+        self.net = net
+
+    def submit(self, states, *args, **kwargs):
+        return self.net.submit(states, *args, **kwargs)
+
+    def evaluate(self, states, *args, **kwargs):
+        return self.net.evaluate(states, *args, **kwargs)
+
+
+def _search(monkeypatch, mode, net, state, *, visits=300, batch=8, noise=False,
+            asynchronous=False, seed=1, **params):
+    with monkeypatch.context() as patched:
+        return _search_in(patched, mode, net, state, visits=visits, batch=batch, noise=noise,
+                          asynchronous=asynchronous, seed=seed, **params)
+
+
+def _search_in(monkeypatch, mode, net, state, *, visits, batch, noise, asynchronous, seed,
+               **params):
+    monkeypatch.setenv(core_run.CORE_VARIABLE, mode)
+    net = net()
+    net.cache = NNCache(100_000)
+    evaluator = _Async(net) if asynchronous else net
+    p = SearchParams(max_visits=visits, batch_size=batch, quiet=True, noise=noise,
+                     timemanage=params.pop("timemanage", "off"), **params)
+    search = UCTSearch(evaluator, p, rng=seed)
+    used = []
+    original = core_run.CoreRun.core_collect
+
+    def spy(run, limit):
+        used.append(limit)
+        return original(run, limit)
+
+    monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
+    result = search.think(state, state.to_move, use_clock=False)
+    return search, result, used
+
+
+def _same_search(monkeypatch, net, state, **kwargs):
+    py, py_result, py_used = _search(monkeypatch, "python", net, state, **kwargs)
+    co, co_result, co_used = _search(monkeypatch, "compiled", net, state, **kwargs)
+    assert not py_used and co_used, "the switch chose the wrong search"
+    assert _signature(co.root) == _signature(py.root)
+    assert co_result.move == py_result.move
+    assert co.root.visits == py.root.visits and co.nodes == py.nodes
+    assert co.playouts == py.playouts
+    color = state.to_move
+    assert abs(co.root.raw_eval(color) - py.root.raw_eval(color)) < 1e-9
+    assert (stats.principal_variation(co.root, color)
+            == stats.principal_variation(py.root, color))
+    return py, co
+
+
+@pytest.mark.parametrize("batch", [1, 4, 16])
+@pytest.mark.parametrize("noise", [False, True])
+def test_the_same_trees_on_real_positions(monkeypatch, tiny_net, positions, batch, noise):
+    for state in positions:
+        _same_search(monkeypatch, tiny_net, state, visits=400, batch=batch, noise=noise,
+                     fixed_symmetry=0)
+
+
+def _tied_value(state) -> float:
+    """Values from few levels, so that children often score alike."""
+    return 0.3 + 0.1 * ((state.board.hash >> 7) % 5)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("noise", [False, True])
+def test_the_same_trees_where_scores_tie(monkeypatch, positions, batch, noise):
+    """Uniform priors and values of few levels: ties everywhere, decided by child order
+    (the first best wins) and, at the root, by RootSelector's rule."""
+    for state in positions:
+        _same_search(monkeypatch, lambda: FakeEvaluator(value_fn=_tied_value), state,
+                     visits=300, batch=batch, noise=noise)
+    _same_search(monkeypatch, lambda: HashEvaluator(3), positions[2], visits=300,
+                 batch=batch, noise=noise, dumbpass=True)
+
+
+@pytest.mark.parametrize("noise", [False, True])
+def test_the_same_trees_pipelined(monkeypatch, tiny_net, positions, noise):
+    for state in positions:
+        _same_search(monkeypatch, tiny_net, state, visits=400, batch=16, noise=noise,
+                     asynchronous=True, fixed_symmetry=0)
+
+
+def test_the_same_trees_with_the_shipped_network(monkeypatch, positions):
+    if not SHIPPED.exists():
+        pytest.fail(f"{SHIPPED} is part of the repository")
+    weights = load_weights(str(SHIPPED))
+
+    def net():
+        return Network(weights, create_backend("numpy", weights), seed=1)
+    for state, batch in zip(positions[1:], (1, 8)):
+        _same_search(monkeypatch, net, state, visits=120, batch=batch, noise=batch > 1,
+                     fixed_symmetry=0)
+
+
+def test_the_same_trees_after_tree_reuse(monkeypatch, tiny_net, positions):
+    trees = {}
+    for mode in ("python", "compiled"):
+        monkeypatch.setenv(core_run.CORE_VARIABLE, mode)
+        net = tiny_net()
+        net.cache = NNCache(100_000)
+        search = UCTSearch(net, SearchParams(max_visits=300, batch_size=8, quiet=True,
+                                                  timemanage="off", fixed_symmetry=0), rng=3)
+        state = positions[1].copy()
+        moves = []
+        for _ in range(3):  # think, play the chosen move, think again on the kept subtree
+            result = search.think(state, state.to_move, use_clock=False)
+            moves.append(result.move)
+            state.play(state.to_move, result.move)
+        trees[mode] = (moves, _signature(search.root))
+    assert trees["compiled"] == trees["python"]
+
+
+def test_time_management_prunes_the_same_children(monkeypatch, tiny_net, positions):
+    """timemanage on: children that cannot catch up with the visits left are PRUNED (and
+    skipped by selection) in both; the trees stay the same."""
+    py, co = _same_search(monkeypatch, tiny_net, positions[0], visits=600, batch=4,
+                          timemanage="on", fixed_symmetry=0)
+    assert py.root.visits == 600
+
+
+def test_memory_pressure_hands_the_tree_to_the_python_search(monkeypatch, tiny_net,
+                                                            positions):
+    """Past half the tree's memory, expansions are trimmed: the core hands its tree over,
+    and the result is the Python search's."""
+    handed = []
+    original = core_run.CoreRun._hand_over
+
+    def spy(run):
+        handed.append(run.root.visits)
+        original(run)
+
+    monkeypatch.setattr(core_run.CoreRun, "_hand_over", spy)
+    from leelaz.memory import tree_bytes
+    limit = 2 * tree_bytes(40_000, 150)  # trimmed from about a hundred visits on
+    py, co = _same_search(monkeypatch, tiny_net, positions[1], visits=400, batch=8,
+                          max_tree_bytes=limit, fixed_symmetry=0)
+    assert handed, "the core never handed over"
+
+
+def test_board_play_is_the_python_boards(tygem_dir):
+    """The kernels' board against game/board.py on whole games and on random moves that
+    capture, take ko and commit suicide: the same stones and ko hash after every move."""
+    kernels = core_run.kernels()
+    delta = core_run._delta()
+    rng = random.Random(5)
+    games = [parse_game(text) for text in _games(tygem_dir, 4)]
+    sequences = [[(c, v) for c, v in state_from_sgf(g).moves()] for g in games]
+    for _ in range(3):  # random games: many captures and suicides
+        board = Board()
+        seq = []
+        color = BLACK
+        for _ in range(400):
+            empty = board.empty_points()
+            v = rng.choice(empty + [PASS]) if empty else PASS
+            seq.append((color, v))
+            board.play_move(color, v)
+            color = 1 - color
+        sequences.append(seq)
+    for seq in sequences:
+        board = Board()
+        rows = core_run._board_rows(board)
+        for color, v in seq:
+            board.play_move(color, v)
+            kernels.play(*rows, 0, color, v, delta)
+            sq, par, nxt, libs, stn, meta = rows
+            assert bytes(sq[0]) == bytes(board.square)
+            assert meta[0, 2] == core_run._signed(board.ko_hash)
+            assert meta[0, 0] == board.ko_move and meta[0, 1] == board.passes
+            assert (libs[0][par[0][np.array(board.square) < 2]]
+                    == np.array([board.libs[board.parent[p]] for p in range(441)
+                                 if board.square[p] < 2])).all()
+
+
+def test_area_score_is_the_python_boards(positions):
+    kernels = core_run.kernels()
+    for state in positions:
+        rows = core_run._board_rows(state.board)
+        assert kernels.area_score(rows[0], 0, 7.5) == state.board.area_score(7.5)
+
+
+class _Tags:
+    has_move_restrictions = True
+
+    def is_allowed(self, color, vertex, move_num):
+        return True
+
+
+def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tiny_net,
+                                                                positions):
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=50, batch_size=4, quiet=True))
+    state = positions[0]
+    assert core_run.covers(search)
+    assert not core_run.covers(search, restrictions=_Tags())
+    assert not core_run.covers(search, on_progress=print)
+    assert not core_run.covers(search, pondering=True)
+    dynamic = UCTSearch(tiny_net(), SearchParams(max_visits=50, dynamic_fpu=True, quiet=True))
+    assert not core_run.covers(dynamic)
+    used = []
+    monkeypatch.setattr(core_run.CoreRun, "core_collect", lambda run, limit: used.append(1))
+    search.think(state, state.to_move, use_clock=False, restrictions=_Tags())
+    search.think(state, state.to_move, use_clock=False, on_progress=lambda r: None,
+                 progress_interval_cs=1)
+    search.ponder(state, should_stop=lambda: search.current is not None
+                  and search.current.root.visits >= 20)
+    assert not used
+    monkeypatch.delenv(core_run.CORE_VARIABLE)
+    assert core_run.covers(search)  # the default
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
+    assert not core_run.covers(search)
+
+
+def test_without_numba_one_line_says_so_and_the_python_search_runs(monkeypatch, capsys,
+                                                                  tiny_net, positions):
+    """numba missing (its import fails): one stderr line naming it, once; every search
+    then runs on the Python search."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "leelaz.search.core.kernels", None)  # import fails
+    monkeypatch.setattr(core_run, "_kernels", None)
+    monkeypatch.setattr(core_run, "_loading", None)
+    monkeypatch.setattr(core_run, "_said_missing", False)
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=30, batch_size=4, quiet=True))
+    for _ in range(2):
+        assert core_run.kernels(wait=True) is None
+        monkeypatch.setattr(core_run, "_loading", None)  # as a later process would try
+        search.think(positions[0], positions[0].to_move, use_clock=False)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["leelaz: numba is not installed, so the search runs in pure Python "
+                     "(pip install numba)"]
