@@ -25,7 +25,7 @@ pytest.importorskip("numba", reason="the compiled core needs numba (pip install 
 from leelaz.backends import create_backend  # noqa: E402
 from leelaz.backends.weights import load_weights  # noqa: E402
 from leelaz.game.board import Board  # noqa: E402
-from leelaz.game.coords import BLACK, PASS  # noqa: E402
+from leelaz.game.coords import BLACK, EMPTY, PASS  # noqa: E402
 from leelaz.game.sgf import parse_game  # noqa: E402
 from leelaz.game.sgf_replay import state_from_sgf  # noqa: E402
 from leelaz.nn.cache import NNCache  # noqa: E402
@@ -241,7 +241,7 @@ def test_board_play_is_the_python_boards(tygem_dir):
         seq = []
         color = BLACK
         for _ in range(400):
-            empty = board.empty_points()
+            empty = [v for v, c in enumerate(board.square) if c == EMPTY]
             v = rng.choice(empty + [PASS]) if empty else PASS
             seq.append((color, v))
             board.play_move(color, v)

@@ -181,10 +181,6 @@ class GamePack:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths, dtype=np.int64)])
 
-    def game_moves(self, g: int) -> np.ndarray:
-        off = self.offsets()
-        return self.moves[off[g]:off[g + 1]]
-
     def select(self, games: np.ndarray) -> "GamePack":
         off = self.offsets()
         parts = [self.moves[off[g]:off[g + 1]] for g in games]

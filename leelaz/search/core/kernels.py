@@ -296,11 +296,10 @@ def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins,
     """node.RootSelector.select over the arrays (the root's children are all inflated):
     select_child's scores for the children selected before in this run (`touched`, or with
     visits, virtual loss or INVALID when the run began), the first best in child order; the
-    others are represented by the one with the highest prior (the earliest on a tie), which
-    wins if it scores higher, or as high and comes earlier. This is select_child's choice
-    except when c_puct's term is 0 (no child visited yet) and the priors are not in child
-    order (root noise): select_child takes the first child then, RootSelector the highest
-    prior. The Python search is the reference, so the core does as RootSelector does."""
+    others are represented by the one with the highest fresh score (the earliest in child
+    order on a tie: all of them while no child has a visit, whatever root noise did to the
+    priors), which wins if it scores higher, or as high and comes earlier: select_child's
+    choice, as RootSelector makes it."""
     lo = first[0]
     hi = lo + inflated[0]
     parent_visits = 0
@@ -320,13 +319,15 @@ def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins,
     best = -1
     best_score = -1e300
     fresh = -1
-    fresh_prior = -1.0
+    fresh_best = -1e300
     for c in range(lo, hi):
         nd = cnode[c]
         if not touched[c - lo]:
-            if status[nd] == ACTIVE and prior[nd] > fresh_prior:
-                fresh_prior = prior[nd]
-                fresh = c
+            if status[nd] == ACTIVE:
+                fs = fpu + cn * prior[nd]  # select.fresh_score
+                if fs > fresh_best:  # strictly: the earliest of equal scores
+                    fresh_best = fs
+                    fresh = c
             continue
         if status[nd] != ACTIVE:
             continue
@@ -345,7 +346,7 @@ def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins,
             best_score = score
             best = c
     if fresh >= 0:
-        score = fpu + cn * fresh_prior
+        score = fresh_best
         if score > best_score or (score == best_score and fresh < best):
             touched[fresh - lo] = True
             best = fresh
