@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pytest
 
-if os.environ.get("CI"):
-    import torch  # .ci/run installs it: in CI a missing torch fails instead of skipping
-else:
-    torch = pytest.importorskip("torch")
+from conftest import requires  # noqa: E402
 
-from leelaz.training.continuous import (BatchOrder, SnapshotAverage,  # noqa: E402
-                                        parse_lr_schedule, scheduled_lr)
+torch = requires("torch")
+
+from leelaz.training.continuous import BatchOrder, SnapshotAverage  # noqa: E402
+from leelaz.training.train_config import parse_lr_schedule, scheduled_lr  # noqa: E402
 from leelaz.training.torch_model import LeelaNet  # noqa: E402
 from leelaz.zero import loop as zero_loop  # noqa: E402
 from paths import REPO  # noqa: E402

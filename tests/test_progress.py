@@ -39,8 +39,8 @@ def test_progress_is_silent_when_disabled(capsys):
 
 
 def test_tqdm_is_a_dependency_not_an_extra():
-    from setuptools.config.pyprojecttoml import read_configuration
-    project = read_configuration(REPO / "pyproject.toml", expand=True)["project"]
+    from test_help import _pyproject
+    project = _pyproject()["project"]
     assert any(re.match(r"tqdm\b", d) for d in project["dependencies"])
     extras = project["optional-dependencies"]
     assert {"tools", "train", "zero", "torch"} <= set(extras)  # old install lines still work

@@ -18,12 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from conftest import requires
 
-if os.environ.get("CI"):
-    import torch  # noqa: F401  (.ci/run installs it: in CI a missing torch fails)
-else:
-    pytest.importorskip("torch")
+requires("torch")
 
 from leelaz.backends.weights import load_weights  # noqa: E402
 from leelaz.training.dataset import read_chunk  # noqa: E402

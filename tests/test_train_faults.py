@@ -12,7 +12,6 @@ import ast
 import gzip
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,10 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-if os.environ.get("CI"):
-    import torch  # .ci/run installs it: in CI a missing torch fails instead of skipping
-else:
-    torch = pytest.importorskip("torch")
+from conftest import requires  # noqa: E402
+
+torch = requires("torch")
 
 from leelaz.backends.weights import WeightsError, load_weights  # noqa: E402
 from leelaz.backends.weights_writer import write_weights  # noqa: E402

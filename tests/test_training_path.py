@@ -11,14 +11,12 @@ shipped file's bytes.
 from __future__ import annotations
 
 import gzip
-import os
 
 import pytest
 
-if os.environ.get("CI"):
-    import torch  # .ci/run installs it: in CI a missing torch fails instead of skipping
-else:
-    torch = pytest.importorskip("torch")
+from conftest import requires  # noqa: E402
+
+torch = requires("torch")
 
 from leelaz.backends.weights import load_weights  # noqa: E402
 from leelaz.training import dataset  # noqa: E402

@@ -62,7 +62,7 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def _check_schedule(ctx, param, value):
-    from leelaz.training.continuous import parse_lr_schedule  # torch: only when given
+    from leelaz.training.train_config import parse_lr_schedule
     try:
         if value is not None:
             parse_lr_schedule(value)
@@ -146,13 +146,14 @@ def _create(run: RunDir, size: tuple[int, int], weights: str | None, seed: int,
 
 def check_installed(opts: dict) -> None:
     """RunError with the install line when a part the run needs is missing: PyTorch (the
-    trainer, unless only self-play is asked; not with --ray HOST:PORT, whose trainer runs on
-    the cluster) and Ray (with --ray), before anything starts."""
+    trainer, unless only self-play is asked or --generations 0 asks for nothing to run; not
+    with --ray HOST:PORT, whose trainer runs on the cluster) and Ray (with --ray), before
+    anything starts."""
     if opts["ray"] is not None:
         from leelaz.zero.ray_executor import import_ray
         import_ray()
-    if not opts.get("selfplay_only") and opts["ray"] in (None, "auto") and \
-            importlib.util.find_spec("torch") is None:
+    if not opts.get("selfplay_only") and opts.get("generations") != 0 and \
+            opts["ray"] in (None, "auto") and importlib.util.find_spec("torch") is None:
         raise RunError("leelaz zero trains its networks with PyTorch, which is not "
                        f"installed: {torch_install_hint()}")
 

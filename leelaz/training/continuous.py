@@ -24,43 +24,6 @@ from leelaz.training.torch_model import LeelaNet
 SWA_MAX_N = 16
 
 
-def parse_lr_schedule(text: str) -> list[tuple[int, float]]:
-    """`LR[,STEP:LR...]` -> [(0, LR), (STEP, LR), ...]: LR from step 0, each later LR from its
-    STEP of the run on (steps increasing). ValueError saying what is wrong."""
-    parts = [p.strip() for p in (text or "").split(",")]
-    if not parts or not parts[0]:
-        raise ValueError("give LR or LR,STEP:LR,... (e.g. 0.001 or 0.002,20000:0.0005)")
-    schedule: list[tuple[int, float]] = []
-    for i, part in enumerate(parts):
-        step_text, sep, lr_text = part.rpartition(":")
-        if (i == 0) == bool(sep):
-            raise ValueError(f"{part!r}: the first entry is a learning rate, the others "
-                             "STEP:LR")
-        try:
-            step = int(step_text) if sep else 0
-            lr = float(lr_text)
-        except ValueError:
-            raise ValueError(f"{part!r} is not {'STEP:LR' if sep else 'a number'}") from None
-        if not lr >= 0.0 or lr == float("inf"):
-            raise ValueError(f"{part!r}: a learning rate is a finite number >= 0")
-        if schedule and step <= schedule[-1][0]:
-            raise ValueError(f"{part!r}: the steps must increase")
-        schedule.append((step, lr))
-    return schedule
-
-
-def scheduled_lr(schedule: list[tuple[int, float]], step: int, warmup_steps: int = 0) -> float:
-    """The learning rate at the run's step `step` (0-based), ramped up linearly over the
-    run's first `warmup_steps` (a fresh optimizer's first moments are noise)."""
-    lr = schedule[0][1]
-    for start, value in schedule:
-        if step >= start:
-            lr = value
-    if warmup_steps and step < warmup_steps:
-        lr *= (step + 1) / warmup_steps
-    return lr
-
-
 class BatchOrder:
     """The batch of each step of a run on a set of n positions.
 

@@ -52,13 +52,13 @@ import torch
 
 from leelaz import files
 from leelaz.progress import progress
-from leelaz.training.continuous import (BatchOrder, SnapshotAverage, parse_lr_schedule,
-                                        recompute_batch_norm, scheduled_lr)
+from leelaz.training.continuous import BatchOrder, SnapshotAverage, recompute_batch_norm
 from leelaz.training.data_files import check_pack, expand_data, reading
 from leelaz.training.dataset import ChunkPositions, GamePack, PositionSet, read_sgf_collection
 from leelaz.training.export import export_weights
 from leelaz.training.torch_model import LeelaNet, loss_terms
-from leelaz.training.train_config import TrainConfig, TrainingError, TrainResult
+from leelaz.training.train_config import (TrainConfig, TrainingError, TrainResult,
+                                          parse_lr_schedule, scheduled_lr)
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
