@@ -241,11 +241,11 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
     _check_selfplay_additions(opts)
     if opts.get("no_gate"):  # the older spelling of --gate none, stored as such
         opts["gate"], given = "none", set(given) | {"gate"}
-    check_installed(opts)  # say what to install before touching DIR
     if opts.get("start") is not None and opts["weights"] is not None:
         raise RunError("give -w or --start, not both")
     size = _check_start(run, opts["size"], opts["weights"], opts.get("start"))
     run.check_usable()
+    check_installed(opts)  # say what to install before touching DIR
     run.lock()
     if run.exists():  # every record checked before anything starts or is written
         run.generations()
