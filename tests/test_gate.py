@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from leelaz.zero.gate import GateError, GateRule, parse
+from conftest import requires
 from test_zero import TINY, record, zero
 
 UNGATED = [a for a in TINY if a not in ("--gate", "lz")]  # the tiny run without its rule
@@ -75,6 +76,7 @@ def _recount(folder: Path) -> tuple[int, int]:
 
 
 def test_loop_gated_by_win_rate_plays_n_games_and_decides_on_their_score(tmp_path):
+    requires("torch")  # the run trains
     run = tmp_path / "run"
     args = UNGATED
     done = zero(run, *args, "--gate", "winrate:0.5:4", "--games-per-gen", "2",
@@ -93,6 +95,7 @@ def test_loop_gated_by_win_rate_plays_n_games_and_decides_on_their_score(tmp_pat
 
 
 def test_loop_without_gate_promotes_without_a_match(tmp_path):
+    requires("torch")  # the run trains
     run = tmp_path / "run"
     args = UNGATED
     done = zero(run, *args, "--gate", "none", "--games-per-gen", "2", "--generations", "1")

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from leelaz.zero.ladder import PairResult, fit
+from conftest import requires
 from test_zero import TINY, ZERO, _env, zero
 
 LADDER = ["--ladder", "--ladder-visits", "2", "--max-moves", "40", "--cpu-only",
@@ -138,6 +139,7 @@ def test_players_without_a_path_to_the_anchor_are_left_out():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     """A 1x8 run of two generations at 8 visits, every candidate promoted: three networks."""
+    requires("torch")  # the run trains
     run = tmp_path_factory.mktemp("ladder") / "run"
     args = [a for a in TINY if a not in ("--gate", "lz")]
     made = zero(run, *args, "--gate", "none", "--games-per-gen", "2", "--generations", "2",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import requires
 from test_zero import TINY, ZERO, _env, _one_line_error, best, tree_digest, zero
 
 SHA_RE = "0123456789abcdef"
@@ -211,6 +212,7 @@ def test_no_room_for_the_starting_network_is_one_line(tmp_path):
 def test_a_full_disk_mid_generation_is_one_line(tmp_path):
     """A real full filesystem (a 16 MiB tmpfs) under a run: whatever phase meets it, the
     loop stops with one line, and the rerun on a disk with room finishes the generation."""
+    requires("torch")  # the run trains
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
     disk = tmp_path / "disk"
@@ -366,6 +368,7 @@ def test_metrics_lines_hold_no_bare_nan():
 def test_a_failed_job_names_the_file_and_the_way_out(tmp_path):
     """The best network's file damaged (a bad disk): every rerun's self-play would fail the
     same way, so the one line names the file and says how to get the run going again."""
+    requires("torch")  # the run trains
     run = _made(tmp_path)
     net = run / "networks" / f"{best(run)}.gz"
     net.write_bytes(b"\x1f\x8b garbage")

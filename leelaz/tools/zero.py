@@ -244,8 +244,11 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
     if opts.get("start") is not None and opts["weights"] is not None:
         raise RunError("give -w or --start, not both")
     size = _check_start(run, opts["size"], opts["weights"], opts.get("start"))
-    if run.root.exists():  # a folder that cannot be a run is said first...
+    if run.root.exists():  # a folder that cannot be a run, or a damaged record, first...
         run.check_usable()
+        if run.exists():
+            run.generations()
+            run.best()
     check_installed(opts)  # ...then what to install, before DIR is made or touched
     run.check_usable()
     run.lock()
