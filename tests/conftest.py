@@ -30,7 +30,7 @@ OPTIONAL_MODULES = {
     "torch": ("PyTorch", "pip install torch --index-url https://download.pytorch.org/whl/cpu"),
     "ray": ("Ray", "pip install -e '.[zero]'"),
     "matplotlib": ("matplotlib", "pip install -e '.[zero]'"),
-    "numba": ("numba", "pip install -e '.[compiled]'"),
+    "numba": ("numba", "pip install numba"),
     "pyopencl": ("pyopencl", "pip install -e ."),
 }
 

@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("numba", reason="the compiled core needs numba (pip install '.[compiled]')")
+from conftest import requires  # noqa: E402
+
+requires("numba")  # a dependency; a broken install skips here, strict mode fails
 
 from leelaz.backends import create_backend  # noqa: E402
 from leelaz.backends.weights import load_weights  # noqa: E402
