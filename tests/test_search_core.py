@@ -289,6 +289,9 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
     assert not core_run.covers(search, pondering=True)
     dynamic = UCTSearch(tiny_net(), SearchParams(max_visits=50, dynamic_fpu=True, quiet=True))
     assert not core_run.covers(dynamic)
+    forced = UCTSearch(tiny_net(), SearchParams(max_visits=50, forced_playouts_k=2.0,
+                                                quiet=True))
+    assert not core_run.covers(forced)
     used = []
     monkeypatch.setattr(core_run.CoreRun, "core_collect", lambda run, limit: used.append(1))
     search.think(state, state.to_move, use_clock=False, restrictions=_Tags())

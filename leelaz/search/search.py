@@ -407,3 +407,6 @@ class UCTSearch:
         self._last_state = None if restricted else root_state
         self.last_result = record
         return record
+
+
+core.SEARCH_CLASS = UCTSearch  # the core warms its kernels up with a search (core/run.py)

@@ -19,8 +19,8 @@ Covered: `UCTSearch.think` (genmove) at any batch size, noise, time management (
 included), tree reuse (through the conversions), memory limits (the run hands its tree back
 to the Python search once memory pressure trims expansions, see `_hand_over`). Not covered,
 so the Python search runs: pondering and lz-analyze, progress reports (lz-genmove_analyze),
-move restrictions (avoid/allow), the dynamic-komi modes and dynamic FPU, self-play's step
-API. `covers` decides; tests/test_search_core.py checks each fallback.
+move restrictions (avoid/allow), the dynamic-komi modes and dynamic FPU, forced playouts,
+self-play's step API. `covers` decides; tests/test_search_core.py checks each fallback.
 
 The switch: by default (or LEELAZ_SEARCH_CORE=compiled) the core runs where it covers the
 call, once numba has loaded it in the background; LEELAZ_SEARCH_CORE=python never (the
@@ -130,16 +130,20 @@ class _Answered:
         return self.evals
 
 
+#: The search class (UCTSearch), registered by leelaz.search.search, which imports this
+#: module: the warm-up needs a search, and the core never imports its user back.
+SEARCH_CLASS = None
+
+
 def _warm_up() -> None:
     """A small search on the core, which compiles (or loads) each kernel for the argument
     types of every real search."""
     from leelaz.game.state import GameState
     from leelaz.search.params import SearchParams
     from leelaz.search.run import Limits, Progress
-    from leelaz.search.search import UCTSearch
 
-    search = UCTSearch(_Uniform(), SearchParams(max_visits=40, batch_size=4, quiet=True,
-                                                timemanage="off"), rng=1)
+    search = SEARCH_CLASS(_Uniform(), SearchParams(max_visits=40, batch_size=4, quiet=True,
+                                                   timemanage="off"), rng=1)
     run = CoreRun.replacing(search.start(GameState()))
     run.prepare()
     run.run(Limits(40, 40, 10**9), Progress())
@@ -150,6 +154,7 @@ def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> b
     return (core_enabled() and not pondering and on_progress is None
             and (restrictions is None or not restrictions.has_move_restrictions)
             and search.dynamic_komi is None and not search.params.dynamic_fpu
+            and not search.params.forced_playouts_k  # self-play's forced playouts
             and kernels() is not None)
 
 
