@@ -609,3 +609,18 @@ def test_selfplay_additions_reach_every_game_of_a_generation(tmp_path):
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1, bad.stderr
     assert "--cheap-visits 2 must be below" in bad.stderr
     assert not (tmp_path / "other").exists()
+
+
+def test_slow_self_play_on_the_cpu_is_said_before_it_starts(tmp_path):
+    """More than a hundred visits on the CPU, with no earlier generation's pace to go by: the
+    run says before its first game that a generation can take hours, with a quicker setting;
+    at a few visits it says nothing."""
+    slow = zero(tmp_path / "slow", *TINY, "-v", "120", "--max-moves", "12", "--games-per-gen",
+                "1", "--generations", "1", "--selfplay-only")
+    assert slow.returncode == 0, slow.stderr
+    said = [line for line in slow.stderr.splitlines() if "on the CPU" in line]
+    assert len(said) == 1 and "at 120 visits" in said[0], slow.stderr
+    assert "try -v 16 --games-per-gen 8" in said[0]
+    quick = zero(tmp_path / "quick", *TINY, "--max-moves", "12", "--games-per-gen", "1",
+                 "--generations", "1", "--selfplay-only")
+    assert quick.returncode == 0 and "on the CPU" not in quick.stderr, quick.stderr

@@ -334,7 +334,7 @@ def _settings(opts: dict, executor) -> Settings:
                     parallel=pick["parallel"], max_moves=opts["max_moves"],
                     dumbpass=opts.get("dumbpass", True), noise=opts.get("noise", True),
                     workers=opts["workers"] or 1,
-                    cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]),
+                    cpu_only=opts["cpu_only"], gpus=tuple(opts["gpu"]), on_cpu=not has_gpu,
                     network_backend=opts.get("backend") or "auto", progress=not opts["quiet"],
                     selfplay_only=opts["selfplay_only"],
                     full_share=opts["full_share"], cheap_visits=opts["cheap_visits"],

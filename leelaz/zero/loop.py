@@ -87,6 +87,7 @@ class Settings:
     checked_resign: bool = False
     workers: int = 1  # self-play jobs at once
     cpu_only: bool = False
+    on_cpu: bool = False  # self-play's network runs on the CPU (no GPU, or --cpu-only)
     gpus: tuple[int, ...] = ()
     network_backend: str = "auto"  # --backend: auto (OpenCL/NumPy) or torch
     progress: bool = True
@@ -114,6 +115,9 @@ def match_parallel(parallel: int, shards: int) -> int:
 #: The default window, in generations' worth of games, where a window in games is asked for
 #: (tools/zero.py); without one the window is counted in positions (window_size).
 WINDOW_GENERATIONS = 8
+#: Above this many visits, self-play on the CPU is said to be slow before the first generation
+#: whose pace is known (`leelaz selfplay`'s own estimate measures the network instead).
+CPU_QUICK_VISITS = 100
 #: The run's constant learning rate when none is given (AdamW, batch 64-256).
 DEFAULT_LR = 0.001
 #: KataGo's window (python/shuffle.py): all rows up to c, then growing as
@@ -278,6 +282,11 @@ class ZeroLoop:
         if estimate:
             self.say(f"generation {gen}: {target - before} self-play games to play, "
                      f"{estimate}")
+        elif self.s.on_cpu and sp["visits"] > CPU_QUICK_VISITS and target > before:
+            self.say(f"generation {gen}: {target - before} self-play games at {sp['visits']} "
+                     "visits on the CPU: with a network of Leela Zero's size a move takes "
+                     "seconds (the shipped 6x128: about 13 s at 1601 visits on 2 cores), so a "
+                     "generation can take hours; for a first run try -v 16 --games-per-gen 8")
         start = time.monotonic()
         bar = _Bar(target, f"gen {gen} self-play", before, self.s.progress)
         try:
