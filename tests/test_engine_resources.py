@@ -1,4 +1,4 @@
-"""Files and streams that must not take the engine down (issue 13, item 6).
+"""Files and streams that must not take the engine down.
 
 A failing or FIFO log file, a closed stderr, a FIFO, /dev/zero or a gzip bomb given to
 dump_supervised or loadsgf, a device node or FIFO named by printsgf, a dump_supervised killed

@@ -61,7 +61,7 @@ def test_a_missing_folder_is_an_error_not_a_partial_file(tmp_path):
     assert not (tmp_path / "no").exists()
 
 
-# ---- what the user named stays what it was (issue 13) ------------------------------------------
+# ---- what the user named stays what it was ---------------------------------------------------
 
 def test_a_symlink_is_written_through(tmp_path):
     real = tmp_path / "real.sgf"

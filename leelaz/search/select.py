@@ -46,7 +46,7 @@ _NOT_ACTIVE = float("-inf")
 
 #: Inner nodes with at least this many inflated children select through a ChildScores
 #: during a collection; smaller ones through select_child (below this the two cost the same;
-#: docs/performance.md, issue 18).
+#: docs/performance.md).
 KEPT_SCORES_CHILDREN = 8
 
 

@@ -10,7 +10,7 @@ Imports: numpy, backends.base, search_processes.processes.
 
 Why: with one network per search process, every process holds its own GPU context and sends
 its own batches of 32 leaves; the device takes the contexts in turn, so on wide networks more
-processes gave fewer visits per second (docs/performance.md, issue 18). The server holds the
+processes gave fewer visits per second (docs/performance.md). The server holds the
 one context and joins the batches of all its clients that wait into one call, so the device
 sees batches of a few hundred rows, where it is efficient, whatever the number of trees. The
 engine's own tree starts on the network it loaded itself (its first replies never wait for
