@@ -301,7 +301,7 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
                   and search.current.root.visits >= 20)
     assert not used
     monkeypatch.delenv(core_run.CORE_VARIABLE)
-    assert core_run.covers(search)  # the default
+    assert not core_run.covers(search)  # the default: the Python search
     monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
     assert not core_run.covers(search)
 
