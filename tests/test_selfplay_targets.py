@@ -149,17 +149,24 @@ def test_pruning_removes_exactly_the_forced_visits():
                 MoveInfo(vertex(15, 15), 40, 0.5, 0.20, 0.0),
                 MoveInfo(vertex(3, 15), 9, 0.5, 0.02, 0.0),
                 MoveInfo(vertex(15, 3), 2, 0.5, 0.30, 0.0),
+                MoveInfo(vertex(9, 9), 4, 0.5, 0.01, 0.0),
+                MoveInfo(vertex(9, 3), 1, 0.5, 0.0001, 0.0),
                 MoveInfo(PASS, 0, 0.0, 0.08, 0.0)]
     result = SearchResult(BLACK, 0, move=vertex(3, 3), children=children)
-    total = 351
+    total = 356
     expected = [300,  # the most visited child keeps its visits
                 40 - math.floor(math.sqrt(2 * 0.20 * total)),  # 40 - 11
                 9 - math.floor(math.sqrt(2 * 0.02 * total)),  # 9 - 3
                 0,  # 2 - 10, not below 0
+                2,  # 4 - floor(sqrt(2 * 0.01 * 356) = 2.67)
+                0,  # one playout (nothing forced: sqrt(0.07) < 1): pruned outright (KataGo)
                 0]
-    assert expected == [300, 29, 6, 0, 0]
+    assert expected == [300, 29, 6, 0, 2, 0, 0]
     assert [c.visits for c in prune_forced(result, 2.0).children] == expected
-    assert [c.visits for c in prune_forced(result, 0.0).children] == [300, 40, 9, 2, 0]
+    children[4] = MoveInfo(vertex(9, 9), 3, 0.5, 0.01, 0.0)  # 3 - 2 leaves one: pruned
+    result = SearchResult(BLACK, 0, move=vertex(3, 3), children=children)
+    assert [c.visits for c in prune_forced(result, 2.0).children] == [300, 29, 6, 0, 0, 0, 0]
+    assert [c.visits for c in prune_forced(result, 0.0).children] == [300, 40, 9, 2, 3, 1, 0]
 
 
 def test_forced_playout_chunks_record_the_pruned_targets(tmp_path, random_weights,
@@ -191,6 +198,7 @@ def test_forced_playout_chunks_record_the_pruned_targets(tmp_path, random_weight
         for i, c in enumerate(result.children):
             visits = c.visits if i == best else \
                 max(0, c.visits - math.floor(math.sqrt(2.0 * c.prior * total)))
+            visits = 0 if i != best and visits == 1 else visits  # a single playout: pruned
             target[NUM_INTERSECTIONS if c.move == PASS else index(c.move)] = visits
         kept = sum(target)
         expected = [v / kept for v in target]

@@ -46,8 +46,16 @@ def full_search(game_seed: int, move_num: int, share: float) -> bool:
 def prune_forced(result: SearchResult, k: float) -> SearchResult:
     """The result with the forced playouts taken out of every root child but the most visited
     one (the first of equals): each loses floor(forced_visits(prior, total, k)) visits, never
-    going below 0, `total` being the children's visits at the end of the search. The priors
-    are those the search used (noise included), as they were when the playouts were forced."""
+    going below 0, `total` being the children's visits at the end of the search; a child left
+    with a single playout is pruned outright, as KataGo does. The priors are those the search
+    used (noise included), as they were when the playouts were forced.
+
+    Why the single playouts: the search's first descent from a fresh root finds every child's
+    exploration term zero (no parent visits yet) and takes the first child in order (Leela
+    Zero's strict `value > best_value`), so some child always gets one visit whatever it is
+    worth. Under Leela Zero's 1,601 visits that is noise; under a small search it is a share
+    of the target, and on a start whose priors tie (the uniform start) it is the same corner
+    point in every position, which the next network learns to play."""
     children = result.children
     if k <= 0 or not children:
         return result
@@ -56,8 +64,8 @@ def prune_forced(result: SearchResult, k: float) -> SearchResult:
     pruned = []
     for i, c in enumerate(children):
         if i != best:
-            owed = math.floor(forced_visits(c.prior, total, k))
-            c = dataclasses.replace(c, visits=max(0, c.visits - owed))
+            left = max(0, c.visits - math.floor(forced_visits(c.prior, total, k)))
+            c = dataclasses.replace(c, visits=0 if left == 1 else left)
         pruned.append(c)
     return dataclasses.replace(result, children=pruned)
 

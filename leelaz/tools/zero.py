@@ -40,14 +40,14 @@ from leelaz.install_hints import torch_install_hint
 from leelaz.tools import ToolError
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
-from leelaz.zero.loop import Settings, ZeroLoop, machine_defaults
+from leelaz.zero.loop import WINDOW_MIN, Settings, ZeroLoop, machine_defaults
 from leelaz.zero.rundir import (RunDir, RunError, network_id, network_size,
                                  network_text)
 
 DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
 #: The options kept in DIR/settings.json (how the run plays and trains; not what it is,
 #: which run.json fixes, nor what this invocation does: --generations, --ray, --status...).
-STORED = ("visits", "match_visits", "games_per_gen", "window", "steps", "batch", "lr",
+STORED = ("visits", "match_visits", "games_per_gen", "window", "window_min", "steps", "batch", "lr",
           "checkpoint_seconds", "lr_schedule", "reuse", "val_sgf", "gate", "match_games",
           "parallel", "max_moves", "full_share", "cheap_visits", "forced_k", "checked_resign",
           "dumbpass", "noise", "workers", "worker_cpus", "cpu_only", "gpu", "backend")
@@ -325,7 +325,7 @@ def _settings(opts: dict, executor) -> Settings:
     window = opts["window"]  # None: counted in positions, growing with the run
     return Settings(visits=opts["visits"], match_visits=opts["match_visits"],
                     games_per_gen=pick["games_per_gen"], generations=opts["generations"],
-                    window=window, steps=pick["steps"], batch=pick["batch"],
+                    window=window, window_min=opts["window_min"], steps=pick["steps"], batch=pick["batch"],
                     lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
                     lr_schedule=opts["lr_schedule"], reuse=opts["reuse"],
                     val_sgf=tuple(opts["val_sgf"]),
@@ -391,6 +391,11 @@ def show_status(run: RunDir) -> int:
 @click.option("--window", type=click.IntRange(1, None), default=None,
               help="Train on the chunks of the newest N games [default: a window counted in "
                    "positions that grows with the run].")
+@click.option("--window-min", type=click.IntRange(1, None), default=WINDOW_MIN,
+              show_default=True, metavar="POSITIONS",
+              help="Without --window: the window holds every position up to this many, then "
+                   "grows with the run (KataGo's c). A small run lowers it so that its first, "
+                   "random games leave the window sooner.")
 @click.option("--steps", type=click.IntRange(1, None), default=None,
               help="Training steps per generation [default: --reuse x the generation's new "
                    "positions / --batch].")

@@ -48,6 +48,10 @@ from leelaz.zero.jobs import SUMMED, JobFailed
 from leelaz.zero.rundir import RunDir, RunInfo, finished_games
 
 
+#: The window's c: every position up to this many (KataGo's 250k rows, for far bigger runs).
+WINDOW_MIN = 100_000
+
+
 @dataclass(frozen=True)
 class Settings:
     """How the loop plays and trains; may change between invocations of the same run
@@ -58,7 +62,7 @@ class Settings:
     games_per_gen: int = 64  # new self-play games before each training
     generations: int | None = None  # stop when the run has this many; None = never
     window: int | None = None  # games (newest first); None: window_size() of the positions
-    window_min: int = 100_000  # positions: the window holds everything up to this many
+    window_min: int = WINDOW_MIN  # positions: the window holds everything up to this many
     steps: int | None = 100  # training steps per generation; None: reuse x new positions
     reuse: float = 4.0  # steps=None: samples drawn per new position over its life
     batch: int = 64  # training batch size
