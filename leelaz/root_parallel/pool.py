@@ -4,7 +4,7 @@
 Owns: `MultiTreeSearch` (a UCTSearch that has helper processes search the same root as its own
 tree and reports the merged root statistics) and `make_search` (the engine's search: this one
 or a plain UCTSearch, by batching.search_processes). Imports: batching, search.search,
-search.merge, search.params, search_processes.helper, search_processes.network_server.
+search.merge, search.params, root_parallel.helper, root_parallel.network_server.
 
 Why: on a GPU the network answers faster than one Python thread can walk a tree (about
 120-250 us a playout in mid-game), so a single tree leaves the GPU idle most of the time.
@@ -60,8 +60,8 @@ from leelaz.search.params import UNLIMITED
 from leelaz.search.search import UCTSearch
 
 if TYPE_CHECKING:  # imported when helpers start: multiprocessing stays out of a plain start
-    from leelaz.search_processes.helper import HelperProcess
-    from leelaz.search_processes.network_server import NetworkServer
+    from leelaz.root_parallel.helper import HelperProcess
+    from leelaz.root_parallel.network_server import NetworkServer
 
 #: How long the end of a call waits for a helper's last report.
 STOP_SECONDS = 5.0
@@ -229,13 +229,13 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     processes = search_processes(cfg, on_device)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
-    from leelaz.search_processes.helper import HelperProcess
+    from leelaz.root_parallel.helper import HelperProcess
 
     if shared_network is None:
         shared_network = on_device
     server = None
     if shared_network:
-        from leelaz.search_processes.network_server import NetworkServer
+        from leelaz.root_parallel.network_server import NetworkServer
         server = NetworkServer(load_network, cfg, weights_path, processes - 1,
                                engine_client=True)
     helpers = [HelperProcess(load_network, cfg, weights_path, i,
