@@ -1,4 +1,4 @@
-"""selfplay/round_batch.py: the Networks of several games park their rows in one RoundBatch
+"""backends/mux.py: the Networks of several games park their rows in one RoundBatch
 and get, from ONE backend call, what each would get from the backend alone (planes, and the
 packed positions a device builds its planes from, joined in the packed layout)."""
 
@@ -13,7 +13,7 @@ from leelaz.backends.base import PACKED_ROW, Backend
 from leelaz.game.coords import BLACK, parse_gtp_vertex
 from leelaz.game.state import GameState
 from leelaz.nn.network import Network
-from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
+from leelaz.backends.mux import RoundBatch, SharedBackend
 
 
 class KeyedBackend(Backend):
