@@ -170,7 +170,7 @@ def test_only_a_gpu_backend_counts_as_a_device():
 
 def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
     from leelaz.backends import device_choice
-    from leelaz.root_parallel import network_server
+    from leelaz.backends import remote as network_server
 
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
     chosen = network_server.server_config(EngineConfig())
@@ -199,7 +199,7 @@ def _load_numpy(cfg, path, backend=None):
 @pytest.fixture(params=["own networks", "network server"])
 def pool(request, random_weights):
     from leelaz.nn.network import Network
-    from leelaz.root_parallel.network_server import NetworkServer
+    from leelaz.backends.remote import NetworkServer
     from leelaz.root_parallel.pool import MultiTreeSearch
     from leelaz.root_parallel.helper import HelperProcess
 
@@ -390,7 +390,7 @@ def _serve_in_thread(backend, clients: int, start: bool = True):
     import threading
     from multiprocessing import Pipe
 
-    from leelaz.root_parallel.network_server import RemoteBackend, serve
+    from leelaz.backends.remote import RemoteBackend, serve
 
     pairs = [Pipe() for _ in range(clients)]
     counters = {}
@@ -481,7 +481,7 @@ def test_a_failed_call_reaches_its_clients_and_the_server_goes_on():
 def test_a_client_whose_server_failed_to_load_says_why():
     from multiprocessing import Pipe
 
-    from leelaz.root_parallel.network_server import RemoteBackend
+    from leelaz.backends.remote import RemoteBackend
 
     ours, theirs = Pipe()
     theirs.send(("failed", "OSError: no such file"))
@@ -495,7 +495,7 @@ def test_a_client_whose_server_failed_to_load_says_why():
 def test_a_served_call_goes_to_the_own_backend_when_the_server_fails():
     from multiprocessing import Pipe
 
-    from leelaz.root_parallel.network_server import RemoteBackend, ServedBackend
+    from leelaz.backends.remote import RemoteBackend, ServedBackend
 
     own = _RowSums(packed=False)
     said = []
@@ -524,7 +524,7 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
     from leelaz.nn.features import input_planes
     from leelaz.nn.network import Network
     from leelaz.root_parallel.helper import HelperProcess
-    from leelaz.root_parallel.network_server import NetworkServer, ServedBackend
+    from leelaz.backends.remote import NetworkServer, ServedBackend
     from leelaz.root_parallel.pool import MultiTreeSearch
 
     path = random_weights(1, 8)
@@ -585,7 +585,7 @@ def test_a_long_analysis_moves_onto_the_server_once_it_is_ready(random_weights):
     from multiprocessing import Pipe
 
     from leelaz.nn.network import Network
-    from leelaz.root_parallel.network_server import RemoteBackend, ServedBackend, serve
+    from leelaz.backends.remote import RemoteBackend, ServedBackend, serve
     from leelaz.root_parallel.pool import MultiTreeSearch
 
     path = random_weights(1, 8)

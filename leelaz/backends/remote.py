@@ -6,7 +6,7 @@ server's loop: every waiting request in one backend call), `server_main` (the se
 process's life), `RemoteBackend` (the Backend seam a search process's Network is given: its
 batches go to the server over a pipe) and `ServedBackend` (the engine's own Network's backend
 once the server is ready: the server's, and its own again if the server goes away).
-Imports: numpy, backends.base, root_parallel.processes.
+Imports: numpy, backends.base, processes.
 
 Why: with one network per search process, every process holds its own GPU context and sends
 its own batches of 32 leaves; the device takes the contexts in turn, so on wide networks more
@@ -43,7 +43,7 @@ from multiprocessing.connection import wait
 import numpy as np
 
 from leelaz.backends.base import INPUT_CHANNELS, POLICY_OUTPUTS, Backend, join_packed
-from leelaz.root_parallel.processes import end_process
+from leelaz.processes import end_process
 
 REQUEST = struct.Struct("<IIB")
 REPLY = struct.Struct("<II")
