@@ -478,6 +478,37 @@ def test_a_failed_call_reaches_its_clients_and_the_server_goes_on():
     assert not thread.is_alive()
 
 
+def test_planes_and_packed_positions_waiting_together_go_in_calls_of_their_own():
+    """A packed-capable server also takes planes: the engine's tree on the server sends
+    planes when its own backend takes nothing else (ServedBackend), beside helpers that send
+    packed positions. Each kind goes in its own call, and each client gets its rows' answers
+    (values: the rows' input sums, computed here independently)."""
+    from leelaz.backends.base import PACKED_ROW
+    from leelaz.nn.features import packed_inputs
+
+    backend = _RowSums(packed=True)
+    clients, thread, counters = _serve_in_thread(backend, 2, start=False)
+    states = [GameState() for _ in range(3)]
+    for i, state in enumerate(states):
+        for move in range(i + 1):
+            state.play(state.to_move, state.legal_moves(state.to_move)[7 * move])
+    packed = packed_inputs(states, [0] * 3)
+    planes = np.random.default_rng(5).integers(0, 2, (2, 18, 19, 19)).astype(np.float32)
+    from_packed = clients[0].submit_packed(packed, 3)
+    from_planes = clients[1].submit(planes)
+    thread.start()
+    boxes = np.frombuffer(packed[:3 * PACKED_ROW], dtype=np.uint8).reshape(3, PACKED_ROW)
+    try:
+        np.testing.assert_array_equal(from_packed.result()[1], boxes.sum(axis=1))
+        np.testing.assert_array_equal(from_planes.result()[1],
+                                      planes.reshape(2, -1).sum(axis=1))
+    finally:  # the server ends with its clients, failed or not
+        for c in clients:
+            c.conn.close()
+        thread.join(10)
+    assert sorted(backend.calls) == [2, 3] and counters["calls"] == 2
+
+
 def test_a_client_whose_server_failed_to_load_says_why():
     from multiprocessing import Pipe
 
