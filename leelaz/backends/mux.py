@@ -2,9 +2,9 @@
 
 Owns: `RoundBatch` (the rows many callers park, and the one backend call that evaluates
 them: the one place where callers' batches are joined, planes by concatenation and packed
-positions by `backends.base.join_packed`) and `SharedBackend` (what each caller's
+positions by `join_packed`) and `SharedBackend` (what each caller's
 `nn.network.Network` is given as its backend). Imports: numpy, backends.base (the seam, and
-the packed layout's join).
+the packed layout's sizes).
 
 Who parks here: self-play's and review's games (selfplay/runner.py, one RoundBatch per group
 of games, sent once a round) and the network server (backends/remote.py, one RoundBatch for
@@ -29,7 +29,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import Backend, join_packed
+from leelaz.backends.base import PACKED_KOMI_BYTES, PACKED_ROW, Backend
+
+
+def join_packed(parts) -> bytes:
+    """Several packed submits, `(packed bytes, positions)` pairs, as one, in
+    nn/features.packed_inputs' layout: every position's boxes, then every (side, symmetry)
+    pair, then, when any part has it (dynamic komi), the colour-plane section, zeros
+    (unflagged rows) for the parts without one. Callers that join batches of several
+    networks (self-play's rounds, the network server) share it through RoundBatch."""
+    boxes = b"".join(p[:n * PACKED_ROW] for p, n in parts)
+    pairs = b"".join(p[n * PACKED_ROW:n * (PACKED_ROW + 2)] for p, n in parts)
+    if all(len(p) == n * (PACKED_ROW + 2) for p, n in parts):
+        return boxes + pairs
+    komi = b"".join(p[n * (PACKED_ROW + 2):] or bytes(PACKED_KOMI_BYTES * n) for p, n in parts)
+    return boxes + pairs + komi
 
 
 class _Call:
