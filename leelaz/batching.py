@@ -59,9 +59,9 @@ MAX_DEFAULT_SEARCH_PROCESSES = 8
 
 def search_processes(cfg, on_device: bool = False, hw: int | None = None) -> int:
     """How many processes search each position in analysis (a move on the clock is one
-    tree), each its own tree, their root statistics merged (search_processes/pool.py):
+    tree), each its own tree, their root statistics merged (root_parallel/pool.py):
     --search-processes when given (> 0). Otherwise, on a
-    GPU (`on_device`: search_processes.pool.runs_on_gpu) one per two cores up to 8, since
+    GPU (`on_device`: root_parallel.pool.runs_on_gpu) one per two cores up to 8, since
     one tree's Python cannot keep a GPU busy and their batches share one network server; one
     tree on the CPU, where the network is the limit, and with a visit or playout limit,
     --benchmark or the dynamic-komi modes, where the helpers would only stand idle.

@@ -422,8 +422,8 @@ def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
 
 def load_engine_network(cfg: EngineConfig, path: str, say=lambda text: None, backend=None):
     """The network `_start` would load for `cfg` (backend choice included), without the
-    start-up lines: a helper search process (search_processes/helper.py) loads its own so,
-    and the network server (search_processes/network_server.py) its backend. With `backend`,
+    start-up lines: a helper search process (root_parallel/helper.py) loads its own so,
+    and the network server (backends/remote.py) its backend. With `backend`,
     the Network is built around it (a helper's client of the server)."""
     weights = _read_weights(cfg, path)
     if backend is not None:

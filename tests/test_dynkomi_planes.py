@@ -205,7 +205,7 @@ def test_packed_komi_7_5_is_bit_identical_to_the_standard_row(weights):
 def test_selfplay_round_batch_keeps_the_komi_section_per_row():
     """Two games' packed submits joined into one call: mailboxes, then pairs, then (when
     one has komi) the colour-plane section of every row, zeros where a game had none."""
-    from leelaz.selfplay.round_batch import RoundBatch
+    from leelaz.backends.mux import RoundBatch
 
     class Capture:
         accepts_packed_inputs = True

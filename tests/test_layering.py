@@ -1,6 +1,6 @@
 """The import rule of CONTRIBUTING.md, checked on the source: calls go one way only.
 
-cli, its verbs (tools/) and zero/ > gtp > selfplay/ > training, search_processes > search > nn >
+cli, its verbs (tools/) and zero/ > gtp > selfplay/ > training, root_parallel > search > nn >
 backends, with game/ at the bottom. A module may import its own layer or lower ones; game/
 imports nothing outside game/; backends/ never sees game/, search/ or nn/; search/ never
 imports nn/ (it is handed an evaluator); selfplay/ is below the GTP front end (it gets its
@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "leelaz"
 # Lower number = lower layer. A module may import layers with a number <= its own, except
 # where FORBIDDEN says otherwise.
 LAYERS = {"game": 0, "backends": 1, "nn": 2, "search": 3, "training": 4,
-          "search_processes": 4, "selfplay": 5, "gtp": 6, "cli": 7,
+          "root_parallel": 4, "selfplay": 5, "gtp": 6, "cli": 7,
           "tools": 7, "zero": 7, "review": 7, "__main__": 8}
 FORBIDDEN = {
     "game": {"backends", "nn", "search", "training", "gtp", "cli", "config"},

@@ -86,7 +86,7 @@ def test_engine_gpu_id_without_cuda_is_an_error_not_a_fallback(random_weights, m
 
 def test_several_gpu_ids_make_one_torch_backend_each(random_weights, monkeypatch):
     from leelaz.backends import device_choice
-    from leelaz.backends.multi_device import MultiDeviceBackend
+    from leelaz.backends.demux import MultiDeviceBackend
 
     made = []
 

@@ -2,8 +2,8 @@
 
 Owns: the `Backend` base class (the seam and every capability a caller may ask about, with
 its default), `BackendUnavailable`, the NetWeights record (weights as loaded, batch-norm
-folded) and `join_packed` (packed batches joined into one). Imports: numpy only. Backends
-see NumPy arrays and nothing of the game, the search or nn/.
+folded). Imports: numpy only. Backends see NumPy arrays and nothing of the game, the
+search or nn/.
 
 Contract of `Backend.forward(planes)`:
     planes          float32 [B, 18, 19, 19]  input planes (Leela Zero's order, gather_features)
@@ -107,20 +107,6 @@ def input_defines() -> dict[str, int]:
     """The input layout as the kernels' build #defines."""
     return {"HISTORY": HISTORY_LENGTH, "MAILBOX_STRIDE": MAILBOX_STRIDE,
             "KOMI_FLAG": PACKED_KOMI_FLAG, "KOMI_BYTES": PACKED_KOMI_BYTES}
-
-
-def join_packed(parts) -> bytes:
-    """Several packed submits, `(packed bytes, positions)` pairs, as one, in
-    nn/features.packed_inputs' layout: every position's boxes, then every (side, symmetry)
-    pair, then, when any part has it (dynamic komi), the colour-plane section, zeros
-    (unflagged rows) for the parts without one. Callers that join batches of several
-    networks (self-play's rounds, the network server) share this one owner of the layout."""
-    boxes = b"".join(p[:n * PACKED_ROW] for p, n in parts)
-    pairs = b"".join(p[n * PACKED_ROW:n * (PACKED_ROW + 2)] for p, n in parts)
-    if all(len(p) == n * (PACKED_ROW + 2) for p, n in parts):
-        return boxes + pairs
-    komi = b"".join(p[n * (PACKED_ROW + 2):] or bytes(PACKED_KOMI_BYTES * n) for p, n in parts)
-    return boxes + pairs + komi
 
 
 class BackendUnavailable(RuntimeError):

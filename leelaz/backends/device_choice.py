@@ -20,7 +20,7 @@ runs PyTorch (in half precision) where torch sees CUDA (an NVIDIA GPU with the `
 installed), since one captured CUDA graph a batch costs the search's thread far less than
 OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use the tensor cores NVIDIA's
 OpenCL leaves idle (docs/performance.md).
-Imports: backends (registry), backends.base, backends.cl_devices, backends.multi_device,
+Imports: backends (registry), backends.base, backends.cl_devices, backends.demux,
 backends.choice_cache, numpy, stdlib; pyopencl only inside the functions that need it, so a
 machine without it still starts (and a start the cache answers never pays for importing it).
 """
@@ -38,7 +38,7 @@ import numpy as np
 from leelaz.backends import create_backend
 from leelaz.backends.base import INPUT_CHANNELS, Backend, BackendUnavailable, NetWeights
 from leelaz.backends.cl_devices import list_devices, pick_device
-from leelaz.backends.multi_device import MultiDeviceBackend
+from leelaz.backends.demux import MultiDeviceBackend
 
 
 def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> float:

@@ -172,7 +172,7 @@ class GameState:
         """What `earlier.with_delta(delta)` needs to equal this state: the positions after
         the history the two share, and every small field; None when they share no start.
 
-        Why: a helper search process (search_processes/helper.py) keeps the state it was last
+        Why: a helper search process (root_parallel/helper.py) keeps the state it was last
         sent; a whole game's positions are about a megabyte to pickle, a move's few are not.
         Positions are shared between copies (`copy`), so the common history is found by
         identity; the live position, which `set_to_move` may replace, is always sent."""

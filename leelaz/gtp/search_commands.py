@@ -3,11 +3,11 @@ lz-setoption, gomill-explain_last_move, pondering, and the search part of place_
 
 Owns: `SearchCommands` and `register(engine)`. Imports: gtp.protocol, gtp.analysis,
 game.coords, search.search, search.params (`SearchParams.from_config` maps the settings),
-search_processes.pool, config.
+root_parallel.pool, config.
 
 Wiring (done by `register` on engine.session, so the composition root only has to set the
 session's network first):
-    search          search_processes.pool.make_search(network, config, weights path,
+    search          root_parallel.pool.make_search(network, config, weights path,
                     SearchParams.from_config(config), seed, diag): a UCTSearch, or with
                     several search processes (batching.search_processes: by default on a
                     GPU) a MultiTreeSearch (helper processes searching the same positions)
@@ -33,7 +33,7 @@ from leelaz.gtp.analysis import PARSE_ERROR, AnalyzeTags, format_info_line, pars
 from leelaz.gtp.protocol import Command, GtpError
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.search import UCTSearch
-from leelaz.search_processes.pool import make_search
+from leelaz.root_parallel.pool import make_search
 
 SETOPTION_LIST = (
     "option name Maximum Memory Use (MiB) type spin default 2048 min 128 max 131072",

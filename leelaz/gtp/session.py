@@ -34,7 +34,7 @@ class Session:
     #: The file it came from (printsgf's PB), None without a network.
     weights_path: str | None = None
     #: load_network(cfg, path) -> Network, as the composition root loads it: what helper
-    #: search processes call to load their own (search_processes/); None: no helpers.
+    #: search processes call to load their own (root_parallel/); None: no helpers.
     load_network: Callable | None = None
     #: Created by the search commands from `network` unless set before they register.
     search: UCTSearch | None = None

@@ -16,7 +16,7 @@ are independent, so all of them can be in flight at once; the review is self-pla
 (many searches, few leaves each) and uses self-play's machinery. `PositionSearch` is a
 `selfplay.game.GameInPlay` whose "game" is one search that plays nothing: the runner
 (selfplay/runner.py) steps every search in flight, their leaves go to the backend in ONE
-call per round (selfplay/round_batch.py), and a finished search hands back its `Analysis`.
+call per round (backends/mux.py), and a finished search hands back its `Analysis`.
 With --seconds, a position is searched for SECONDS x the positions in flight (wall time,
 all in flight sharing the device), so the whole review takes about SECONDS per position.
 

@@ -7,7 +7,7 @@ choice). Imports: search.node, search.stats.
 
 Why: a single Python thread walks one tree too slowly to keep a GPU busy, so with
 `--search-processes` several processes search the same position, each its own tree, and the
-root statistics are merged (search_processes/pool.py). Per root move the visits add, the
+root statistics are merged (root_parallel/pool.py). Per root move the visits add, the
 values (Black's W) add, and the M2 of the union is Chan's pairwise combination of Welford's
 sums, so Q, the variance and Leela Zero's LCB of a merged child are those of all its playouts
 together, and the order, the move choice, resignation and the `info` lines read the merged

@@ -316,12 +316,12 @@ class UCTSearch:
     def gather_reports(self, final: bool) -> None:
         """The step before a report: at each progress report, and at the end of a call
         (`final`) before the statistics and the move choice. Nothing for one tree; the seam
-        where several search processes (search_processes/pool.py) poll their helpers, or stop
+        where several search processes (root_parallel/pool.py) poll their helpers, or stop
         them at the end of a call, for `report_root` to read."""
 
     def report_root(self, root: UCTNode, final: bool) -> UCTNode:
         """The root that reports (progress, statistics) and the move choice read: the tree's
-        own. The seam for several search processes (search_processes/pool.py), which merges
+        own. The seam for several search processes (root_parallel/pool.py), which merges
         the other trees' root statistics, as `gather_reports` last gathered them, into a
         stand-in (search/merge.py); `final` at the end of a call. Only reads."""
         return root

@@ -3,13 +3,13 @@
 Owns: `EngineSide` (a network loaded once, its backend and its round batches), `GameRunner`
 (the game slots, the round loop, stopping, progress and counters), `RunStats`,
 `SelfplayError`. Imports: time, backends (weights, device choice), selfplay.game,
-selfplay.round_batch.
+backends.mux.
 
 The round (minigo's way: the searches never call the network, the driver batches): every game
 of a group takes the evaluations of the group's last call and searches on until its next
 leaves (or its next root) wait for the network (`GameInPlay.advance`, the search's own steps
 and stopping rules); then ONE backend call per network evaluates all of them
-(selfplay/round_batch.py). Before the games of a group take their turns, the leaves they
+(backends/mux.py). Before the games of a group take their turns, the leaves they
 all wait to expand are expanded in one call (`GameInPlay.expand_waiting`). A game whose
 move is decided plays it and starts the next search in the same turn; a finished game is
 committed (selfplay/store.py) and its slot starts the next one. No threads: the host's
@@ -39,7 +39,7 @@ from typing import Callable
 
 from leelaz.search.expansion import request_compiled
 from leelaz.selfplay.game import GameInPlay, SelfplayStopped
-from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
+from leelaz.backends.mux import RoundBatch, SharedBackend
 
 #: Seconds between progress updates (and checks of the deadline and the parent process).
 POLL_SECONDS = 0.25

@@ -42,7 +42,7 @@ VISITS = re.compile(r"\bvisits (\d+)")
 #: How long an engine may take to quit (ours ends its helpers and its network server, which
 #: writes its line to stderr as it ends).
 QUIT_SECONDS = 15.0
-#: The start of the network server's stderr line (search_processes/network_server.py).
+#: The start of the network server's stderr line (backends/remote.py).
 SERVER_LINE = "Network server ("
 
 

@@ -4,13 +4,13 @@
 Owns: `MultiTreeSearch` (a UCTSearch that has helper processes search the same root as its own
 tree and reports the merged root statistics) and `make_search` (the engine's search: this one
 or a plain UCTSearch, by batching.search_processes). Imports: batching, search.search,
-search.merge, search.params, search_processes.helper, search_processes.network_server.
+search.merge, search.params, root_parallel.helper, backends.remote.
 
 Why: on a GPU the network answers faster than one Python thread can walk a tree (about
 120-250 us a playout in mid-game), so a single tree leaves the GPU idle most of the time.
 Python threads would share the one interpreter lock, so the other searches run in processes,
 each with its own tree of the same position: root parallelism. On a device their batches go
-to one network server process (network_server.py): one GPU context, the trees' waiting
+to one network server process (backends/remote.py): one GPU context, the trees' waiting
 batches joined into calls of a few hundred rows (each helper holding its own network and
 context made the device take turns, and wide networks got slower with more processes). The
 engine's own tree keeps everything Leela Zero's search does (the clock, time management's
@@ -60,8 +60,8 @@ from leelaz.search.params import UNLIMITED
 from leelaz.search.search import UCTSearch
 
 if TYPE_CHECKING:  # imported when helpers start: multiprocessing stays out of a plain start
-    from leelaz.search_processes.helper import HelperProcess
-    from leelaz.search_processes.network_server import NetworkServer
+    from leelaz.root_parallel.helper import HelperProcess
+    from leelaz.backends.remote import NetworkServer
 
 #: How long the end of a call waits for a helper's last report.
 STOP_SECONDS = 5.0
@@ -222,20 +222,20 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     can load with `load_network(cfg, path)`, a module-level function), else a UCTSearch.
 
     `shared_network`: the helpers' batches go to one network server process
-    (network_server.py) instead of a network each; None decides by the engine's backend:
+    (backends/remote.py) instead of a network each; None decides by the engine's backend:
     shared on a GPU (one context, big batches; `runs_on_gpu`), not on the host, where each
     helper's own network computes on its own core."""
     on_device = runs_on_gpu(network)
     processes = search_processes(cfg, on_device)
     if processes <= 1 or network is None or not weights_path or load_network is None:
         return UCTSearch(network, params, rng=rng, log=log)
-    from leelaz.search_processes.helper import HelperProcess
+    from leelaz.root_parallel.helper import HelperProcess
 
     if shared_network is None:
         shared_network = on_device
     server = None
     if shared_network:
-        from leelaz.search_processes.network_server import NetworkServer
+        from leelaz.backends.remote import NetworkServer
         server = NetworkServer(load_network, cfg, weights_path, processes - 1,
                                engine_client=True)
     helpers = [HelperProcess(load_network, cfg, weights_path, i,

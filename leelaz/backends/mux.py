@@ -1,8 +1,14 @@
-"""One network call per round for the leaves of many games: the backend seam the games share.
+"""Many callers' rows in one backend call: the backend seam that callers share (lc0's mux).
 
-Owns: `RoundBatch` (the rows a group of games sends in one round, and the one backend call
-that evaluates them) and `SharedBackend` (what each game's `nn.network.Network` is given as
-its backend). Imports: numpy, backends.base (the seam, and the join of packed batches).
+Owns: `RoundBatch` (the rows many callers park, and the one backend call that evaluates
+them: the one place where callers' batches are joined, planes by concatenation and packed
+positions by `join_packed`) and `SharedBackend` (what each caller's
+`nn.network.Network` is given as its backend). Imports: numpy, backends.base (the seam, and
+the packed layout's sizes).
+
+Who parks here: self-play's and review's games (selfplay/runner.py, one RoundBatch per group
+of games, sent once a round) and the network server (backends/remote.py, one RoundBatch for
+every client's waiting requests).
 
 Why at the backend seam: every game keeps its own `Network` (its own cache and its own random
 symmetries, seeded per game, as a fresh Leela Zero process per game has), so a game's
@@ -23,34 +29,50 @@ from __future__ import annotations
 
 import numpy as np
 
-from leelaz.backends.base import Backend, join_packed
+from leelaz.backends.base import PACKED_KOMI_BYTES, PACKED_ROW, Backend
+
+
+def join_packed(parts) -> bytes:
+    """Several packed submits, `(packed bytes, positions)` pairs, as one, in
+    nn/features.packed_inputs' layout: every position's boxes, then every (side, symmetry)
+    pair, then, when any part has it (dynamic komi), the colour-plane section, zeros
+    (unflagged rows) for the parts without one. Callers that join batches of several
+    networks (self-play's rounds, the network server) share it through RoundBatch."""
+    boxes = b"".join(p[:n * PACKED_ROW] for p, n in parts)
+    pairs = b"".join(p[n * PACKED_ROW:n * (PACKED_ROW + 2)] for p, n in parts)
+    if all(len(p) == n * (PACKED_ROW + 2) for p, n in parts):
+        return boxes + pairs
+    komi = b"".join(p[n * (PACKED_ROW + 2):] or bytes(PACKED_KOMI_BYTES * n) for p, n in parts)
+    return boxes + pairs + komi
 
 
 class _Call:
     """The rows parked during one round, then the backend call that evaluates them."""
 
-    __slots__ = ("parts", "rows", "pending", "answer")
+    __slots__ = ("parts", "rows", "packed", "pending", "answer")
 
     def __init__(self):
         self.parts: list = []  # (planes or packed bytes, positions), in parking order
         self.rows = 0
+        self.packed = False  # its parts are packed positions (else planes)
         self.pending = None  # the backend's Pending once sent
         self.answer = None  # (policy logits, values) once waited for
 
 
 class _Share:
-    """One Network's rows of a call: its Pending (`result()` gives its slice)."""
+    """One caller's rows of a call: its Pending (`result()` gives its slice). `call` is the
+    call they went in, the same object for every share of one backend call."""
 
-    __slots__ = ("_batch", "_call", "_start", "_end")
+    __slots__ = ("_batch", "call", "_start", "_end")
 
     def __init__(self, batch: "RoundBatch", call: _Call, start: int, end: int):
         self._batch = batch
-        self._call = call
+        self.call = call
         self._start = start
         self._end = end
 
     def result(self):
-        call = self._call
+        call = self.call
         if call.answer is None:
             if call.pending is None:  # asked before the round ended: send it now
                 self._batch.send()
@@ -60,8 +82,8 @@ class _Share:
 
 
 class RoundBatch:
-    """The rows the Networks of a group of games park during a round; `send()` evaluates
-    them in one backend call. `max_rows` (0: no limit; also the backend's max_batch) sends a
+    """The rows many callers park (the Networks of a group of games during a round, the
+    network server's clients); `send()` evaluates them in one backend call. `max_rows` (0: no limit; also the backend's max_batch) sends a
     call early once that many rows wait. Counters: `calls`, `rows` (evals/s, mean batch)."""
 
     def __init__(self, backend: Backend, max_rows: int = 0):
@@ -74,11 +96,16 @@ class RoundBatch:
         self.rows = 0
 
     def park(self, part, rows: int) -> _Share:
-        """Park `rows` positions (planes, or packed bytes) for this round's call."""
+        """Park `rows` positions (planes, an array; or packed positions, bytes) for this
+        round's call. A call holds one kind: planes parked beside packed positions (a
+        server's client whose own backend takes planes) go in a call of their own."""
         call = self._open
-        if self.max_rows and call.rows and call.rows + rows > self.max_rows:
+        packed = not isinstance(part, np.ndarray)
+        if call.rows and (packed != call.packed
+                          or (self.max_rows and call.rows + rows > self.max_rows)):
             self.send()
             call = self._open
+        call.packed = packed
         start = call.rows
         call.parts.append((part, rows))
         call.rows += rows
@@ -89,7 +116,7 @@ class RoundBatch:
         call, self._open = self._open, _Call()
         if not call.rows:
             return
-        if self.packed:
+        if call.packed:
             call.pending = self.backend.submit_packed(join_packed(call.parts), call.rows)
         else:
             parts = [p for p, _ in call.parts]

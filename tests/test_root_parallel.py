@@ -158,7 +158,7 @@ def test_several_trees_by_default_on_a_device_only():
 def test_only_a_gpu_backend_counts_as_a_device():
     from types import SimpleNamespace as NS
 
-    from leelaz.search_processes.pool import runs_on_gpu
+    from leelaz.root_parallel.pool import runs_on_gpu
 
     cl_gpu, cl_cpu = NS(type=4), NS(type=2)  # CL_DEVICE_TYPE_GPU / _CPU bits
     assert runs_on_gpu(NS(backend=NS(asynchronous=True, device=cl_gpu)))
@@ -170,7 +170,7 @@ def test_only_a_gpu_backend_counts_as_a_device():
 
 def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
     from leelaz.backends import device_choice
-    from leelaz.search_processes import network_server
+    from leelaz.backends import remote as network_server
 
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
     chosen = network_server.server_config(EngineConfig())
@@ -199,9 +199,9 @@ def _load_numpy(cfg, path, backend=None):
 @pytest.fixture(params=["own networks", "network server"])
 def pool(request, random_weights):
     from leelaz.nn.network import Network
-    from leelaz.search_processes.network_server import NetworkServer
-    from leelaz.search_processes.pool import MultiTreeSearch
-    from leelaz.search_processes.helper import HelperProcess
+    from leelaz.backends.remote import NetworkServer
+    from leelaz.root_parallel.pool import MultiTreeSearch
+    from leelaz.root_parallel.helper import HelperProcess
 
     path = random_weights(1, 8)
     cfg = EngineConfig(cpu_only=True, seed=11)
@@ -390,7 +390,7 @@ def _serve_in_thread(backend, clients: int, start: bool = True):
     import threading
     from multiprocessing import Pipe
 
-    from leelaz.search_processes.network_server import RemoteBackend, serve
+    from leelaz.backends.remote import RemoteBackend, serve
 
     pairs = [Pipe() for _ in range(clients)]
     counters = {}
@@ -478,10 +478,41 @@ def test_a_failed_call_reaches_its_clients_and_the_server_goes_on():
     assert not thread.is_alive()
 
 
+def test_planes_and_packed_positions_waiting_together_go_in_calls_of_their_own():
+    """A packed-capable server also takes planes: the engine's tree on the server sends
+    planes when its own backend takes nothing else (ServedBackend), beside helpers that send
+    packed positions. Each kind goes in its own call, and each client gets its rows' answers
+    (values: the rows' input sums, computed here independently)."""
+    from leelaz.backends.base import PACKED_ROW
+    from leelaz.nn.features import packed_inputs
+
+    backend = _RowSums(packed=True)
+    clients, thread, counters = _serve_in_thread(backend, 2, start=False)
+    states = [GameState() for _ in range(3)]
+    for i, state in enumerate(states):
+        for move in range(i + 1):
+            state.play(state.to_move, state.legal_moves(state.to_move)[7 * move])
+    packed = packed_inputs(states, [0] * 3)
+    planes = np.random.default_rng(5).integers(0, 2, (2, 18, 19, 19)).astype(np.float32)
+    from_packed = clients[0].submit_packed(packed, 3)
+    from_planes = clients[1].submit(planes)
+    thread.start()
+    boxes = np.frombuffer(packed[:3 * PACKED_ROW], dtype=np.uint8).reshape(3, PACKED_ROW)
+    try:
+        np.testing.assert_array_equal(from_packed.result()[1], boxes.sum(axis=1))
+        np.testing.assert_array_equal(from_planes.result()[1],
+                                      planes.reshape(2, -1).sum(axis=1))
+    finally:  # the server ends with its clients, failed or not
+        for c in clients:
+            c.conn.close()
+        thread.join(10)
+    assert sorted(backend.calls) == [2, 3] and counters["calls"] == 2
+
+
 def test_a_client_whose_server_failed_to_load_says_why():
     from multiprocessing import Pipe
 
-    from leelaz.search_processes.network_server import RemoteBackend
+    from leelaz.backends.remote import RemoteBackend
 
     ours, theirs = Pipe()
     theirs.send(("failed", "OSError: no such file"))
@@ -495,7 +526,7 @@ def test_a_client_whose_server_failed_to_load_says_why():
 def test_a_served_call_goes_to_the_own_backend_when_the_server_fails():
     from multiprocessing import Pipe
 
-    from leelaz.search_processes.network_server import RemoteBackend, ServedBackend
+    from leelaz.backends.remote import RemoteBackend, ServedBackend
 
     own = _RowSums(packed=False)
     said = []
@@ -523,9 +554,9 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
     its own, is dropped."""
     from leelaz.nn.features import input_planes
     from leelaz.nn.network import Network
-    from leelaz.search_processes.helper import HelperProcess
-    from leelaz.search_processes.network_server import NetworkServer, ServedBackend
-    from leelaz.search_processes.pool import MultiTreeSearch
+    from leelaz.root_parallel.helper import HelperProcess
+    from leelaz.backends.remote import NetworkServer, ServedBackend
+    from leelaz.root_parallel.pool import MultiTreeSearch
 
     path = random_weights(1, 8)
     cfg = EngineConfig(cpu_only=True, seed=3)
@@ -585,8 +616,8 @@ def test_a_long_analysis_moves_onto_the_server_once_it_is_ready(random_weights):
     from multiprocessing import Pipe
 
     from leelaz.nn.network import Network
-    from leelaz.search_processes.network_server import RemoteBackend, ServedBackend, serve
-    from leelaz.search_processes.pool import MultiTreeSearch
+    from leelaz.backends.remote import RemoteBackend, ServedBackend, serve
+    from leelaz.root_parallel.pool import MultiTreeSearch
 
     path = random_weights(1, 8)
     network = Network.from_file(path, backend="numpy", seed=3)
@@ -632,8 +663,8 @@ import sys, time
 from leelaz.config import EngineConfig
 from leelaz.nn.network import Network
 from leelaz.search.params import SearchParams
-from leelaz.search_processes.pool import make_search
-from tests.test_search_processes import _load_numpy
+from leelaz.root_parallel.pool import make_search
+from tests.test_root_parallel import _load_numpy
 
 if __name__ == "__main__":
     path = sys.argv[1]

@@ -1,4 +1,4 @@
-"""selfplay/round_batch.py: the Networks of several games park their rows in one RoundBatch
+"""backends/mux.py: the Networks of several games park their rows in one RoundBatch
 and get, from ONE backend call, what each would get from the backend alone (planes, and the
 packed positions a device builds its planes from, joined in the packed layout)."""
 
@@ -13,7 +13,7 @@ from leelaz.backends.base import PACKED_ROW, Backend
 from leelaz.game.coords import BLACK, parse_gtp_vertex
 from leelaz.game.state import GameState
 from leelaz.nn.network import Network
-from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
+from leelaz.backends.mux import RoundBatch, SharedBackend
 
 
 class KeyedBackend(Backend):
@@ -116,3 +116,28 @@ def test_max_rows_sends_a_full_call_early_and_keeps_a_games_rows_together():
                               symmetric_lookups=False).evaluate(states))
              for seed, states in enumerate(GAMES)]
     assert [_answers(p.result()) for p in pending] == alone
+
+
+def test_planes_parked_beside_packed_positions_go_in_a_call_of_their_own():
+    """A call holds one kind of rows: planes between packed positions (a network server's
+    client whose own backend takes planes) close the packed call and open their own; each
+    part gets what the backend alone gives it."""
+    from leelaz.nn.features import input_planes, packed_inputs
+
+    states = GAMES[0]
+    packed = packed_inputs(states, [0] * len(states))
+    planes = np.stack([input_planes(s) for s in states]).astype(np.float32)
+    planes = planes.reshape(len(states), 18, 19, 19)
+    device = KeyedBackend(True)
+    batch = RoundBatch(device)
+    shares = [batch.park(packed, len(states)), batch.park(planes, len(states)),
+              batch.park(packed, len(states))]
+    batch.send()
+    assert device.calls == [len(states)] * 3
+    alone = KeyedBackend(True)
+    want = [alone.submit_packed(packed, len(states)).result(), alone.forward(planes),
+            alone.submit_packed(packed, len(states)).result()]
+    for share, (policy, value) in zip(shares, want):
+        got = share.result()
+        np.testing.assert_array_equal(got[0], policy)
+        np.testing.assert_array_equal(got[1], value)

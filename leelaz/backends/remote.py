@@ -6,7 +6,7 @@ server's loop: every waiting request in one backend call), `server_main` (the se
 process's life), `RemoteBackend` (the Backend seam a search process's Network is given: its
 batches go to the server over a pipe) and `ServedBackend` (the engine's own Network's backend
 once the server is ready: the server's, and its own again if the server goes away).
-Imports: numpy, backends.base, search_processes.processes.
+Imports: numpy, backends.base, backends.mux (the join of the clients' rows), processes.
 
 Why: with one network per search process, every process holds its own GPU context and sends
 its own batches of 32 leaves; the device takes the contexts in turn, so on wide networks more
@@ -42,8 +42,9 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
-from leelaz.backends.base import INPUT_CHANNELS, POLICY_OUTPUTS, Backend, join_packed
-from leelaz.search_processes.processes import end_process
+from leelaz.backends.base import INPUT_CHANNELS, POLICY_OUTPUTS, Backend
+from leelaz.backends.mux import RoundBatch
+from leelaz.processes import end_process
 
 REQUEST = struct.Struct("<IIB")
 REPLY = struct.Struct("<II")
@@ -159,12 +160,15 @@ def serve(backend: Backend, clients: list, control=None) -> dict:
     """Answer the clients' requests until every client is gone or `control` ends it; gives
     counters for tests and measurements: `calls`, `rows`, and the seconds spent in the
     backend's submits (`submit_s`: the host's share of a call) and in waiting for answers
-    and sending them (`answer_s`)."""
+    and sending them (`answer_s`). The waiting requests are joined into calls by a
+    RoundBatch (backends/mux.py: at most the backend's max_batch rows a call, a request
+    never split)."""
     clients = list(clients)
+    batch = RoundBatch(_ErrorsKept(backend))
     counters = {"calls": 0, "rows": 0, "submit_s": 0.0, "answer_s": 0.0}
     clock = time.perf_counter
     waiting: list = []  # (conn, request id, rows, packed, payload)
-    in_flight: collections.deque = collections.deque()
+    in_flight: collections.deque = collections.deque()  # a call's [(conn, request, share)]
     watched = clients + ([control] if control is not None else [])
     while clients or in_flight:
         for conn in wait(watched, timeout=0 if (in_flight or waiting) else None):
@@ -182,15 +186,13 @@ def serve(backend: Backend, clients: list, control=None) -> dict:
             waiting.append((conn, request, rows, packed, memoryview(data)[REQUEST.size:]))
         if waiting and len(in_flight) < CALLS_IN_FLIGHT:
             began = clock()
-            for chunk in _chunks(waiting, backend.max_batch):
-                in_flight.append(_call(backend, chunk))
-                counters["calls"] += 1
-                counters["rows"] += sum(r[2] for r in chunk)
+            in_flight.extend(_submit(batch, waiting))
             waiting = []
             counters["submit_s"] += clock() - began
+            counters["calls"], counters["rows"] = batch.calls, batch.rows
         elif in_flight:
             began = clock()
-            _answer(*in_flight.popleft())
+            _answer(in_flight.popleft())
             counters["answer_s"] += clock() - began
     return counters
 
@@ -202,55 +204,78 @@ def _control_ends(control) -> bool:
         return True
 
 
-def _chunks(requests: list, max_batch: int | None):
-    """The requests in calls of at most max_batch rows (a request is never split)."""
-    if not max_batch:
-        yield requests
-        return
-    chunk, rows = [], 0
-    for request in requests:
-        if chunk and rows + request[2] > max_batch:
-            yield chunk
-            chunk, rows = [], 0
-        chunk.append(request)
-        rows += request[2]
-    if chunk:
-        yield chunk
-
-
-def _call(backend: Backend, requests: list):
-    """One backend submit for all `requests`; (pending or the error, requests)."""
-    try:
-        if all(r[3] for r in requests):
-            joined = join_packed([(r[4], r[2]) for r in requests])
-            pending = backend.submit_packed(joined, sum(r[2] for r in requests))
+def _submit(batch: RoundBatch, requests: list) -> list[list]:
+    """The waiting requests parked in `batch` and sent: one list of (conn, request id,
+    share) per backend call made."""
+    parked = []
+    for conn, request, rows, packed, payload in requests:
+        part = payload if packed else \
+            np.frombuffer(payload, dtype=np.float32).reshape(-1, INPUT_CHANNELS, 19, 19)
+        parked.append((conn, request, batch.park(part, rows)))
+    batch.send()
+    calls: list[list] = []
+    for entry in parked:
+        if calls and calls[-1][0][2].call is entry[2].call:
+            calls[-1].append(entry)
         else:
-            planes = np.concatenate([np.frombuffer(r[4], dtype=np.float32) for r in requests])
-            pending = backend.submit(planes.reshape(-1, INPUT_CHANNELS, 19, 19))
-        return pending, requests
-    except Exception as exc:  # noqa: BLE001 - the clients get the error, the server goes on
-        return exc, requests
+            calls.append([entry])
+    return calls
 
 
-def _answer(pending, requests: list) -> None:
-    """Wait for a call and send each client its rows."""
+def _answer(call: list) -> None:
+    """Wait for a call and send each client its rows (or the call's error)."""
     try:
-        if isinstance(pending, Exception):
-            raise pending
-        logits, values = pending.result()
-        logits = np.ascontiguousarray(logits, dtype=np.float32).reshape(-1, POLICY_OUTPUTS)
-        values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
-    except Exception as exc:  # noqa: BLE001
+        answers = [share.result() for _, _, share in call]
+    except Exception as exc:  # noqa: BLE001 - the clients get the error, the server goes on
         text = f"{type(exc).__name__}: {exc}".encode()
-        for conn, request, _, _, _ in requests:
+        for conn, request, _ in call:
             _send_bytes(conn, REPLY.pack(request, FAILED) + text)
         return
-    start = 0
-    for conn, request, rows, _, _ in requests:
-        end = start + rows
-        _send_bytes(conn, REPLY.pack(request, rows) + logits[start:end].tobytes()
-                    + values[start:end].tobytes())
-        start = end
+    for (conn, request, _), (logits, values) in zip(call, answers):
+        logits = np.ascontiguousarray(logits, dtype=np.float32).reshape(-1, POLICY_OUTPUTS)
+        values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+        _send_bytes(conn, REPLY.pack(request, len(values)) + logits.tobytes()
+                    + values.tobytes())
+
+
+class _ErrorsKept(Backend):
+    """The served backend as the server's RoundBatch calls it: a submit that raises gives a
+    Pending that raises the same error at `result()`, so that the failed call's clients get
+    its text and the server goes on."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.name = backend.name
+        self.max_batch = backend.max_batch
+
+    @property
+    def accepts_packed_inputs(self) -> bool:
+        return self.backend.accepts_packed_inputs
+
+    def submit(self, planes: np.ndarray):
+        return self._kept(self.backend.submit, planes)
+
+    def submit_packed(self, packed: bytes, batch: int):
+        return self._kept(self.backend.submit_packed, packed, batch)
+
+    @staticmethod
+    def _kept(submit, *args):
+        try:
+            return submit(*args)
+        except Exception as exc:  # noqa: BLE001 - raised again at result()
+            return _Raises(exc)
+
+
+class _Raises:
+    """A call whose submit failed: `result()` raises its error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def result(self):
+        raise self.error
 
 
 def _send(conn, msg) -> bool:

@@ -20,7 +20,7 @@ from backend_helpers import need_opencl, opencl_backend, random_planes, rel_erro
 from conftest import requires
 
 from leelaz.backends.base import Backend
-from leelaz.backends.multi_device import MultiDeviceBackend, split_sizes
+from leelaz.backends.demux import MultiDeviceBackend, split_sizes
 from leelaz.backends.weights import load_weights
 
 cl = requires("pyopencl")

@@ -2,7 +2,7 @@
 
 Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
 `helper_main` (the helper's whole life). Imports: search.search, search.merge,
-search_processes.network_server and .processes; the network is loaded by the composition
+backends.remote and processes; the network is loaded by the composition
 root's loader it is handed (cli.load_engine_network: the network exactly as the engine loads
 it), passed to the new process by reference. With the network server, the helper's Network
 (its own cache and symmetries) sends its batches to the server (a RemoteBackend) instead of
@@ -32,7 +32,7 @@ import sys
 import time
 
 from leelaz.search.merge import RootReport, root_report
-from leelaz.search_processes.processes import end_process
+from leelaz.processes import end_process
 
 
 class HelperProcess:
@@ -158,7 +158,7 @@ def _load(load_network, cfg, weights_path: str, index: int, server=None):
     seed = None if cfg.seed is None else (cfg.seed + 7919 * (index + 1)) % (1 << 64)
     cfg = cfg.with_(quiet=True, seed=seed)
     if server is not None:
-        from leelaz.search_processes.network_server import RemoteBackend
+        from leelaz.backends.remote import RemoteBackend
         network = load_network(cfg, weights_path, backend=RemoteBackend.connect(server))
     else:
         network = load_network(cfg, weights_path)
