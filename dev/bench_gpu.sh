@@ -61,8 +61,10 @@ if [[ " $STAGES " == *" chooser "* ]]; then
   echo "== backend chooser, precision auto ($(left) s left)"
   n=${NETS%% *}
   timeout 120 python3 -c "from leelaz.backends.weights import load_weights
-from leelaz.backends.device_choice import choose_backend
-b = choose_backend(load_weights('$W/$n.txt'), precision='auto', batch_size=64)
+from leelaz.config import EngineConfig
+from leelaz.nn.loading import choose
+w = load_weights('$W/$n.txt')
+b = choose(EngineConfig(network_backend='opencl'), w, batch_size=64).open_backend(w)
 print('chose', b.name, getattr(b, 'precision', ''))" 2>&1 | tee $OUT/chooser.txt
 fi
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from dataclasses import replace
 
 import click
 
 from leelaz.install_hints import torch_install_hint
 
-from leelaz.batching import resolve_threads, search_batch_size
+from leelaz.batching import resolve_threads
 from leelaz.config import (BACKEND_CHOICES, BACKEND_HELP, DEFAULT_WEIGHTS, PRECISION_CHOICES,
                            TIMEMANAGE_CHOICES, EngineConfig, find_weights, resolve_dyn_komi,
                            shipped_weights)
@@ -379,89 +380,6 @@ def identity_line(path: str | None, weights) -> str:
     return f"leelaz {__version__}: weights {os.path.abspath(path)}{shape}"
 
 
-def load_network(cfg: EngineConfig, path: str | None, say, weights=None,
-                 prefer: str | None = None, backend=None):
-    """The Network for `path`, or None when there is no path.
-
-    Backend: NumPy with --cpu-only; otherwise OpenCL (with several --gpu ids, one backend per
-    id splitting each batch), falling back to NumPy (with a message) when no OpenCL device can
-    be used. `weights` (already loaded) and `prefer` (device_choice.preferred_backend's
-    answer) come from _start, which needs both before it prints the start-up lines. A given
-    `backend` is used as it is (a search process's client of the network server). Raises
-    OSError/ValueError (WeightsError) for a file that cannot be loaded; the caller exits 1.
-    """
-    if path is None:
-        say("No network weights found (no -w, nothing at "
-            f"{DEFAULT_WEIGHTS}, none shipped): only commands that need no network "
-            "are available.\n")
-        return None
-    from leelaz.backends.device_choice import choose_backend
-    from leelaz.backends.weights import load_weights, weights_summary
-    from leelaz.nn.network import Network
-
-    if weights is None:
-        weights = load_weights(path)
-        say(weights_summary(weights) + "\n")
-    # The backend is tuned (and its precision chosen) for the batches the search will send.
-    batch = search_batch_size(cfg)
-    # --cpu-only gives NumPy; otherwise OpenCL on a GPU (on every --gpu id given), or on a CPU
-    # device only if it beats NumPy; any OpenCL failure falls back to NumPy with a one-line
-    # reason.
-    if backend is None:
-        backend = choose_backend(weights, cpu_only=cfg.cpu_only, gpus=list(cfg.gpus) or None,
-                                 precision=cfg.precision, batch_size=batch,
-                                 tune="full" if cfg.full_tuner else "fast", quiet=cfg.quiet,
-                                 log=lambda line: say(line + "\n"), prefer=prefer,
-                                 backend=cfg.network_backend)
-    if backend.name == "numpy":
-        say("Initializing CPU-only evaluation.\n")
-    # The cache starts at the network's default size; lz-setoption re-splits memory later.
-    return Network(weights, backend, seed=cfg.seed,
-                         symmetric_lookups=not cfg.noise and cfg.randomcnt == 0)
-
-
-def load_engine_network(cfg: EngineConfig, path: str, say=lambda text: None, backend=None):
-    """The network `_start` would load for `cfg` (backend choice included), without the
-    start-up lines: a helper search process (root_parallel/helper.py) loads its own so,
-    and the network server (backends/remote.py) its backend. With `backend`,
-    the Network is built around it (a helper's client of the server)."""
-    weights = _read_weights(cfg, path)
-    if backend is not None:
-        return load_network(cfg, path, say, weights=weights, backend=backend)
-    cfg, prefer = _choose_search_backend(cfg, weights, [])
-    return load_network(cfg, path, say, weights=weights, prefer=prefer)
-
-
-def _read_weights(cfg: EngineConfig, path: str | None):
-    """The NetWeights at `path` (None without a path); raises as load_weights does. Parsed
-    networks are cached between starts (backends.weights_cache)."""
-    if path is None:
-        return None
-    from leelaz.backends.weights import load_weights
-    return load_weights(path, cache=True)
-
-
-def _choose_search_backend(cfg: EngineConfig, weights, notes: list[str], torch: bool = True):
-    """(cfg as the search will run, "numpy"/"opencl"/None) before the start-up lines.
-
-    Without --cpu-only and --gpu, device_choice decides: PyTorch in half precision where
-    torch sees CUDA (`with_torch_on_cuda`; not with `torch=False`, after it failed), else
-    OpenCL or NumPy (cached, or by racing an OpenCL CPU device against NumPy); when NumPy
-    wins, the engine runs exactly as with --cpu-only: its thread count, its batch policy
-    (batching.search_batch_size) and its start-up lines. --tune-only always tunes OpenCL;
-    --backend torch is not OpenCL's choice."""
-    if (weights is None or cfg.cpu_only or cfg.gpus or cfg.tune_only
-            or cfg.network_backend not in ("auto", "opencl")):
-        return cfg, None
-    from leelaz.backends.device_choice import preferred_backend, with_torch_on_cuda
-    if torch:
-        on_cuda = with_torch_on_cuda(cfg)
-        if on_cuda is not cfg:
-            return on_cuda, None
-    prefer = preferred_backend(weights, search_batch_size(cfg), notes.append)
-    return (cfg.with_(cpu_only=True) if prefer == "numpy" else cfg), prefer
-
-
 def _numpy_version() -> str:
     import numpy
     return numpy.__version__
@@ -473,12 +391,14 @@ def _one_line(exc: BaseException) -> str:
 
 # ======== COMPOSITION ROOT: everything is wired together here, and only here. =============
 def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
-                 weights_path: str | None = None):
+                 weights_path: str | None = None, plan=None):
     """GameState + network + command groups -> a ready GtpEngine.
 
     The network (or None) is put on the session (gtp/session.py) before the command groups
     register, so their register(engine) can pick it up; each group fills in the session's
-    fields it owns (the search and its hooks, the training buffer).
+    fields it owns (the search and its hooks, the training buffer). `plan` (nn/loading.py's
+    LoadPlan the network was opened with) is what helper search processes open; None: no
+    helpers.
     """
     from leelaz.gtp import (board_commands, dynkomi_commands, network_commands, search_commands,
                             training_commands)
@@ -487,7 +407,7 @@ def build_engine(cfg: EngineConfig, out=None, err=None, log=None, network=None,
     engine = GtpEngine(state=None, out=out, err=err, config=cfg, log=log)
     engine.session.network = network
     engine.session.weights_path = weights_path if network is not None else None  # printsgf PB
-    engine.session.load_network = load_engine_network  # for helper search processes
+    engine.session.load_plan = plan if network is not None else None  # for helpers
     for group in (board_commands, network_commands, search_commands, training_commands,
                   dynkomi_commands):
         group.register(engine)
@@ -531,17 +451,18 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     if cfg.weights is not None and not os.path.isfile(cfg.weights):
         stderr.write(f"Could not open weights file: {cfg.weights}\n")
         return 1
+    from leelaz.nn import loading
     try:
-        weights = _read_weights(cfg, path)
+        weights = loading.read_weights(path)
     except (OSError, ValueError) as exc:
         stderr.write(f"ERROR: {exc}\n")
         return 1
     say(identity_line(path, weights) + "\n")
     if log is not None and not cfg.quiet:
         _safe_write(stderr, f"Logging to {cfg.logfile}.\n")
-    notes: list[str] = []
-    asked = cfg
-    cfg, prefer = _choose_search_backend(cfg, weights, notes)
+    plan = loading.choose(cfg, weights)
+    if plan.cpu_search:
+        cfg = cfg.with_(cpu_only=True)
     try:
         threads, batch = resolve_threads(cfg)
     except ValueError as exc:
@@ -555,30 +476,43 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     if weights is not None:
         from leelaz.backends.weights import weights_summary
         say(weights_summary(weights) + "\n")
-    for line in notes:
-        say(line + "\n")
-    from leelaz.backends.base import BackendUnavailable
-    try:
-        network = load_network(cfg, path, say, weights=weights, prefer=prefer)
-    except BackendUnavailable as exc:
-        if asked.network_backend == cfg.network_backend:  # asked for by name: --backend torch
-            stderr.write(f"ERROR: {_one_line(exc)}\n")
-            return 1
-        # PyTorch was the automatic choice (a CUDA GPU) and failed: OpenCL's, as without it.
-        say(f"PyTorch unavailable ({_one_line(exc)}); using OpenCL.\n")
-        cfg, prefer = _choose_search_backend(asked, weights, [], torch=False)
-        network = load_network(cfg, path, say, weights=weights, prefer=prefer)
+    network = None
+    if path is None:
+        say("No network weights found (no -w, nothing at "
+            f"{DEFAULT_WEIGHTS}, none shipped): only commands that need no network "
+            "are available.\n")
+    else:
+        from leelaz.backends.base import BackendUnavailable
+
+        def say_line(line: str) -> None:  # the plan's lines come without their newline
+            say(line + "\n")
+
+        try:
+            network = plan.open_network(path, weights=weights, log=say_line)
+        except BackendUnavailable as exc:
+            if not plan.automatic:  # asked for by name: --backend torch
+                stderr.write(f"ERROR: {_one_line(exc)}\n")
+                return 1
+            # PyTorch was the automatic choice (a CUDA GPU) and failed: OpenCL's, as without
+            # it; the line above says so, the choice's own line is not added.
+            say(f"PyTorch unavailable ({_one_line(exc)}); using OpenCL.\n")
+            plan = replace(loading.choose(cfg, weights, torch=False), lines=())
+            if plan.cpu_search:
+                cfg = cfg.with_(cpu_only=True)
+            network = plan.open_network(path, weights=weights, log=say_line)
     if network is not None and network.backend.name == "numpy" and not cfg.cpu_only:
-        # OpenCL failed after all (the line before says why): search as with --cpu-only.
+        # OpenCL failed after all (the line before says why): search as with --cpu-only,
+        # and so do the helpers.
         cfg = cfg.with_(cpu_only=True)
+        plan = replace(plan, backend="numpy", cpu_search=True)
         say(f"Using {resolve_threads(cfg)[0]} thread(s).\n")
     log = say.log  # None if it failed during the start
     if cfg.benchmark:
-        return benchmark(cfg, network, stdout, stderr, log, path)
+        return benchmark(cfg, network, stdout, stderr, log, path, plan)
     if cfg.tune_only:
         return 0  # the OpenCL backend tuned itself (and cached the result) while loading
     engine = build_engine(cfg, out=stdout, err=stderr, log=log, network=network,
-                          weights_path=path)
+                          weights_path=path, plan=plan)
     engine.console = not cfg.gtp  # Leela Zero's console mode (the program only, not every
     #                               engine built in-process from a default EngineConfig)
     problem = getattr(engine, "startup_problem", None)  # e.g. dyn_komi_test says unusable
@@ -592,7 +526,8 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
 BENCHMARK_MOVES = (("b", "r16"), ("w", "d4"), ("b", "c3"))
 
 
-def benchmark(cfg: EngineConfig, network, stdout, stderr, log, path: str | None) -> int:
+def benchmark(cfg: EngineConfig, network, stdout, stderr, log, path: str | None,
+              plan=None) -> int:
     """--benchmark: one search for White after b R16, w D4, b C3 with an infinite clock
     (time_settings 0 1 0), printing the search's own stderr lines, then exit 0.
 
@@ -607,7 +542,7 @@ def benchmark(cfg: EngineConfig, network, stdout, stderr, log, path: str | None)
         stderr.write("ERROR: --benchmark needs a network (-w FILE).\n")
         return 1
     engine = build_engine(cfg.with_(quiet=False), out=stdout, err=stderr, log=log,
-                          network=network, weights_path=path)
+                          network=network, weights_path=path, plan=plan)
     state = engine.session.state
     state.time_control = TimeControl.from_time_settings(0, 1, 0)  # infinite
     for color, move in BENCHMARK_MOVES:

@@ -25,7 +25,7 @@ TIMEMANAGE_CHOICES = ("auto", "on", "off", "fast", "no_pruning")
 PRECISION_CHOICES = ("auto", "single", "half")
 #: --backend (a leelaz extension): opencl = Leela Zero's choice (OpenCL, NumPy with
 #: --cpu-only); torch = PyTorch (cuDNN on CUDA), the `torch` extra; auto = the engine's search
-#: on PyTorch where torch sees CUDA (backends/device_choice.with_torch_on_cuda), else opencl's.
+#: on PyTorch where torch sees CUDA (nn/loading.choose), else opencl's.
 BACKEND_CHOICES = ("auto", "opencl", "torch")
 #: --backend's help, as the verbs that take it say it (each with its own prefix).
 BACKEND_HELP = ("auto: PyTorch where it sees CUDA (no --gpu, no --cpu-only), else OpenCL "

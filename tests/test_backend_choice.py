@@ -179,26 +179,30 @@ def test_left_to_choose_a_cuda_gpu_runs_pytorch_in_half_precision(monkeypatch):
     (fp16 unless --precision says otherwise); --cpu-only, --gpu, --tune-only and a backend
     asked for by name keep their meaning, and without CUDA nothing changes."""
     from leelaz.backends import device_choice
-    from leelaz.cli import _choose_search_backend
     from leelaz.config import EngineConfig
+    from leelaz.nn.loading import choose
 
     weights = object()  # only its presence matters before the backend loads
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
-    cfg, prefer = _choose_search_backend(EngineConfig(), weights, [])
-    assert (cfg.network_backend, cfg.precision, prefer) == ("torch", "half", None)
+    plan = choose(EngineConfig(), weights)
+    assert (plan.backend, plan.precision, plan.automatic) == ("torch", "half", True)
     given = EngineConfig(precision="single", precision_given=True)
-    assert _choose_search_backend(given, weights, [])[0].precision == "single"
+    assert choose(given, weights).precision == "single"
     for own in (EngineConfig(cpu_only=True), EngineConfig(gpus=(0,)),
-                EngineConfig(tune_only=True),
                 EngineConfig(network_backend="torch", precision="single")):
-        assert _choose_search_backend(own, weights, []) == (own, None)
+        assert choose(own, weights) == choose(own, None)  # nothing measured nor swapped
+        assert not choose(own, weights).automatic and choose(own, weights).lines == ()
+    assert [choose(own, weights).backend for own in (
+        EngineConfig(cpu_only=True), EngineConfig(gpus=(0,)),
+        EngineConfig(network_backend="torch"))] == ["numpy", "opencl", "torch"]
     monkeypatch.setattr(device_choice, "preferred_backend", lambda *a: "opencl")
-    assert _choose_search_backend(EngineConfig(), weights, [], torch=False) == (
-        EngineConfig(), "opencl")
+    tune_only = choose(EngineConfig(tune_only=True), weights)  # --tune-only tunes OpenCL
+    assert (tune_only.backend, tune_only.automatic) == ("opencl", False)
+    assert choose(EngineConfig(), weights, torch=False) == choose(EngineConfig(), None)
     leelas = EngineConfig(network_backend="opencl")  # --backend opencl: never PyTorch
-    assert _choose_search_backend(leelas, weights, []) == (leelas, "opencl")
+    assert choose(leelas, weights).backend == "opencl"
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
-    assert _choose_search_backend(EngineConfig(), weights, []) == (EngineConfig(), "opencl")
+    assert choose(EngineConfig(), weights) == choose(EngineConfig(), None)
 
 
 def test_no_nvidia_driver_means_no_torch_import():
@@ -224,11 +228,12 @@ def test_the_verbs_games_take_the_same_choice(random_weights, monkeypatch):
 
     asked = []
 
-    def chosen(weights, **options):
-        asked.append(options["backend"])
+    def built(weights, kind, **options):
+        asked.append(kind)
         return create_backend("random", weights, asynchronous=False)
 
-    monkeypatch.setattr(device_choice, "choose_backend", chosen)
+    monkeypatch.setattr(device_choice, "build_backend", built)
+    monkeypatch.setattr(device_choice, "preferred_backend", lambda *a: "opencl")
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
     net = random_weights(1, 8)
     common = dict(precision="auto", batch_rows=8)
@@ -238,7 +243,7 @@ def test_the_verbs_games_take_the_same_choice(random_weights, monkeypatch):
     EngineSide(net, cpu_only=False, gpus=(), network_backend="opencl", **common)
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
     EngineSide(net, cpu_only=False, gpus=(), **common)
-    assert asked == ["torch", "auto", "auto", "opencl", "auto"]
+    assert asked == ["torch", "numpy", "opencl", "opencl", "opencl"]
 
 
 def test_a_failed_automatic_pytorch_start_runs_on_opencls_choice(random_weights, data_home,

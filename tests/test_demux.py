@@ -143,30 +143,30 @@ def test_multi_exposes_what_start_up_reads(multi):
 
 
 def test_chooser_builds_one_backend_per_id(weights_2x32):
-    from leelaz.backends.device_choice import choose_backend
+    from leelaz.backends.device_choice import build_backend
 
     need_opencl()
     lines: list[str] = []
-    backend = choose_backend(weights_2x32, gpus=[0, 0], precision="single", batch_size=2,
-                             tune="none", quiet=True, log=lines.append)
+    backend = build_backend(weights_2x32, "opencl", gpus=[0, 0], precision="single",
+                            batch_size=2, tune="none", quiet=True, log=lines.append)
     assert isinstance(backend, MultiDeviceBackend) and len(backend.parts) == 2
     assert all(part.name == "opencl" for part in backend.parts)
     assert backend.parts[0] is not backend.parts[1] and lines == []
     # one id: exactly the single backend of before
-    single = choose_backend(weights_2x32, gpus=[0], precision="single", batch_size=2, tune="none",
-                            quiet=True, log=lines.append)
+    single = build_backend(weights_2x32, "opencl", gpus=[0], precision="single", batch_size=2,
+                           tune="none", quiet=True, log=lines.append)
     assert not isinstance(single, MultiDeviceBackend) and single.name == "opencl"
 
 
 def test_chooser_falls_back_to_numpy_for_a_bad_id_among_several(weights_2x32):
-    from leelaz.backends.device_choice import choose_backend
+    from leelaz.backends.device_choice import build_backend
     from leelaz.backends.device_choice import list_devices
 
     need_opencl()
     bad = len(list_devices()) + 5
     lines: list[str] = []
-    backend = choose_backend(weights_2x32, gpus=[0, bad], precision="single", batch_size=2,
-                             tune="none", quiet=True, log=lines.append)
+    backend = build_backend(weights_2x32, "opencl", gpus=[0, bad], precision="single",
+                            batch_size=2, tune="none", quiet=True, log=lines.append)
     assert backend.name == "numpy"
     want = f"OpenCL unavailable (no OpenCL device with id {bad}); using the NumPy backend."
     assert lines == [want]

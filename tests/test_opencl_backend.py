@@ -161,8 +161,10 @@ def test_chooser_falls_back_to_numpy_without_opencl(random_weights, tmp_path):
     env = dict(os.environ, OCL_ICD_VENDORS=str(empty), POCL_DEVICES="none",
                XDG_DATA_HOME=str(tmp_path / "xdg"))
     code = ("from leelaz.backends.weights import load_weights\n"
-            "from leelaz.backends.device_choice import choose_backend\n"
-            f"b = choose_backend(load_weights({path!r}))\n"
+            "from leelaz.config import EngineConfig\n"
+            "from leelaz.nn.loading import choose\n"
+            f"w = load_weights({path!r})\n"
+            "b = choose(EngineConfig(network_backend='opencl'), w).open_backend(w)\n"
             "print(b.name)\n")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=120)
@@ -174,9 +176,11 @@ def test_chooser_falls_back_to_numpy_without_opencl(random_weights, tmp_path):
 
 
 def test_chooser_cpu_only_never_touches_opencl(weights_2x32):
-    from leelaz.backends.device_choice import choose_backend
+    from leelaz.config import EngineConfig
+    from leelaz.nn.loading import choose
 
-    assert choose_backend(weights_2x32, cpu_only=True).name == "numpy"
+    plan = choose(EngineConfig(cpu_only=True), weights_2x32)
+    assert plan.open_backend(weights_2x32).name == "numpy"
 
 
 def test_tensor_core_sgemm_matches_numpy_on_nvidia(weights_2x32):

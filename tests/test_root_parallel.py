@@ -169,31 +169,33 @@ def test_only_a_gpu_backend_counts_as_a_device():
 
 
 def test_the_server_takes_torch_on_cuda_only_when_left_to_choose(monkeypatch):
+    """The server opens the engine's plan (nn/loading.py), quietly: PyTorch in half
+    precision where torch sees CUDA and the engine was left to choose, else the engine's own
+    choice."""
     from leelaz.backends import device_choice
-    from leelaz.backends import remote as network_server
+    from leelaz.nn.loading import choose
 
+    weights = object()  # only its presence matters before the backend loads
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
-    chosen = network_server.server_config(EngineConfig())
-    assert (chosen.network_backend, chosen.precision, chosen.quiet) == ("torch", "half", True)
-    given = network_server.server_config(EngineConfig(precision="single", precision_given=True))
+    chosen = choose(EngineConfig(), weights).quietly()
+    assert (chosen.backend, chosen.precision, chosen.quiet) == ("torch", "half", True)
+    given = choose(EngineConfig(precision="single", precision_given=True), weights).quietly()
     assert given.precision == "single"
     for own in (EngineConfig(cpu_only=True), EngineConfig(gpus=(1,)),
                 EngineConfig(network_backend="torch", precision="single")):
-        assert network_server.server_config(own) == own.with_(quiet=True)
+        assert choose(own, weights).quietly() == choose(own.with_(quiet=True), None)
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
-    assert network_server.server_config(EngineConfig()) == EngineConfig(quiet=True)
+    monkeypatch.setattr(device_choice, "preferred_backend", lambda *a: "opencl")
+    assert choose(EngineConfig(), weights).quietly() == choose(EngineConfig(quiet=True), None)
 
 
 # ---------------------------------------------------------------------- real helper processes
-def _load_numpy(cfg, path, backend=None):
-    """A helper's loader (module level: it travels to the new process by reference), with
-    cli.load_engine_network's `backend` (a network server's client)."""
-    from leelaz.backends.weights import load_weights
-    from leelaz.nn.network import Network
+def _numpy_plan(cfg):
+    """The engine's plan for `cfg` (--cpu-only: NumPy), which helpers and the server open."""
+    from leelaz.nn.loading import choose
 
-    if backend is not None:
-        return Network(load_weights(path), backend, seed=cfg.seed)
-    return Network.from_file(path, backend="numpy", seed=cfg.seed)
+    assert cfg.cpu_only
+    return choose(cfg, None)
 
 
 @pytest.fixture(params=["own networks", "network server"])
@@ -207,8 +209,8 @@ def pool(request, random_weights):
     cfg = EngineConfig(cpu_only=True, seed=11)
     server = None
     if request.param == "network server":
-        server = NetworkServer(_load_numpy, cfg, path, 2)
-    helpers = [HelperProcess(_load_numpy, cfg, path, i,
+        server = NetworkServer(_numpy_plan(cfg), path, 2)
+    helpers = [HelperProcess(_numpy_plan(cfg), path, i,
                              server=server.client(i) if server else None) for i in range(2)]
     if server is not None:
         server.release_clients()
@@ -560,8 +562,8 @@ def test_the_engines_tree_moves_onto_the_server_and_back(random_weights):
 
     path = random_weights(1, 8)
     cfg = EngineConfig(cpu_only=True, seed=3)
-    server = NetworkServer(_load_numpy, cfg, path, 1, engine_client=True)
-    helpers = [HelperProcess(_load_numpy, cfg, path, 0, server=server.client(0))]
+    server = NetworkServer(_numpy_plan(cfg), path, 1, engine_client=True)
+    helpers = [HelperProcess(_numpy_plan(cfg), path, 0, server=server.client(0))]
     server.release_clients()
     network = Network.from_file(path, backend="numpy", seed=3)
     own = network.backend
@@ -664,13 +666,13 @@ from leelaz.config import EngineConfig
 from leelaz.nn.network import Network
 from leelaz.search.params import SearchParams
 from leelaz.root_parallel.pool import make_search
-from tests.test_root_parallel import _load_numpy
+from tests.test_root_parallel import _numpy_plan
 
 if __name__ == "__main__":
     path = sys.argv[1]
     cfg = EngineConfig(cpu_only=True, seed=5, search_processes=3)
     search = make_search(Network.from_file(path, backend="numpy"), cfg, path,
-                         SearchParams(batch_size=2, quiet=True), load_network=_load_numpy,
+                         SearchParams(batch_size=2, quiet=True), plan=_numpy_plan(cfg),
                          shared_network=True)
     deadline = time.monotonic() + 120
     while not all(h.ready for h in search.helpers) and time.monotonic() < deadline:

@@ -96,7 +96,7 @@ def test_several_gpu_ids_make_one_torch_backend_each(random_weights, monkeypatch
 
     monkeypatch.setattr(device_choice, "create_backend", create)
     weights = load_weights(random_weights(1, 8))
-    backend = device_choice.choose_backend(weights, gpus=[1, 0], backend="torch", quiet=True)
+    backend = device_choice.build_backend(weights, "torch", gpus=[1, 0], quiet=True)
     assert isinstance(backend, MultiDeviceBackend) and backend.name == "torch"
     assert made == [("torch", [1]), ("torch", [0])]
 
@@ -132,8 +132,11 @@ def test_selfplay_without_torch_is_a_one_line_error(random_weights, tmp_path, no
     assert "Traceback" not in err
 
 
-def test_choose_backend_never_swaps_torch_for_another(random_weights, no_torch):
-    from leelaz.backends.device_choice import choose_backend
+def test_the_loader_never_swaps_torch_for_another(random_weights, no_torch):
+    from leelaz.config import EngineConfig
+    from leelaz.nn.loading import choose
 
+    weights = load_weights(random_weights(1, 8))
+    plan = choose(EngineConfig(network_backend="torch", quiet=True), weights)
     with pytest.raises(BackendUnavailable, match="PyTorch is not installed"):
-        choose_backend(load_weights(random_weights(1, 8)), backend="torch", quiet=True)
+        plan.open_backend(weights)

@@ -1,25 +1,22 @@
-"""Which backend runs the network: the composition root calls `choose_backend` once.
+"""Which devices run the network, once the loader has chosen the kind of backend.
 
-Owns: the policy (OpenCL device enumeration and the choice of one device by id or speed,
-`list_devices` and `pick_device`, are backends/cl_devices.py's). --cpu-only gives NumPy.
-Otherwise OpenCL on the --gpu ID given, else on the fastest GPU; with no GPU, a CPU OpenCL device
-is used only if it beats NumPy on a timed batch (`preferred_backend`; its answer is cached per
-machine, drivers and width: choice_cache).
-Several --gpu ids (as Leela Zero 0.17 takes them): one OpenCL backend per id, in the order
-given, wrapped in a MultiDeviceBackend that splits each batch across them; a repeated id reuses
-the first one's precision and tuning. Any failure (no platform, no device or a bad id, a build
-error) falls back to NumPy with a one-line reason on stderr; Leela Zero's own start-up lines
-(platform, device, precision; once per id) come from the OpenCL backend.
-`backend="torch"` (leelaz's --backend torch) asks for the PyTorch backend instead: on CUDA
-device N for --gpu N (one backend per id, split as above), cuda:0 without --gpu, the CPU with
---cpu-only or without CUDA. It was asked for by name, so it never falls back: when it cannot
-run, BackendUnavailable says why (torch not installed, no CUDA for a --gpu id).
-`resolve_auto` is the policy's other half, for the composition root, the network server
-and the verbs' games (`with_torch_on_cuda` for an EngineConfig): `--backend auto` on a GPU
-runs PyTorch (in half precision) where torch sees CUDA (an NVIDIA GPU with the `torch` extra
-installed), since one captured CUDA graph a batch costs the search's thread far less than
-OpenCL's few dozen enqueues, and cuDNN's fp16 convolutions use the tensor cores NVIDIA's
-OpenCL leaves idle (docs/performance.md).
+Owns: `build_backend` (a backend of a kind the loader chose, nn/loading.py's `choose`, on
+the devices it names) and `preferred_backend` (OpenCL or NumPy, on a timed batch), and
+`cuda_for_torch`; the policy that puts them together is nn/loading.py's. OpenCL device
+enumeration and the choice of one device by id or speed (`list_devices`, `pick_device`) are
+backends/cl_devices.py's.
+OpenCL runs on the --gpu ID given, else on the fastest GPU. Several --gpu ids (as Leela Zero
+0.17 takes them): one OpenCL backend per id, in the order given, wrapped in a
+MultiDeviceBackend that splits each batch across them; a repeated id reuses the first one's
+precision and tuning. Any failure (no platform, no device or a bad id, a build error) falls
+back to NumPy with a one-line reason on stderr; Leela Zero's own start-up lines (platform,
+device, precision; once per id) come from the OpenCL backend.
+With no GPU, a CPU OpenCL device is used only if it beats NumPy on a timed batch
+(`preferred_backend`; its answer is cached per machine, drivers and width: choice_cache).
+PyTorch runs on CUDA device N for --gpu N (one backend per id, split as above), cuda:0
+without --gpu, the CPU with --cpu-only or without CUDA. It is never swapped for another
+backend here: when it cannot run, BackendUnavailable says why (torch not installed, no CUDA
+for a --gpu id), and the loader decides what follows.
 Imports: backends (registry), backends.base, backends.cl_devices, backends.demux,
 backends.choice_cache, numpy, stdlib; pyopencl only inside the functions that need it, so a
 machine without it still starts (and a start the cache answers never pays for importing it).
@@ -49,32 +46,27 @@ def _seconds_per_batch(backend: Backend, planes: np.ndarray, runs: int = 2) -> f
     return (time.perf_counter() - start) / runs
 
 
-def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] | None = None,
-                   precision: str = "auto", batch_size: int = 8, tune: str = "fast",
-                   quiet: bool = False, log=None,
-                   prefer: str | None = None, backend: str = "auto") -> Backend:
-    """The backend to use, per the policy in the module docstring. Never raises for OpenCL;
-    raises BackendUnavailable when `backend` is "torch" and PyTorch cannot run as asked.
-
-    `prefer` ("numpy" or "opencl") is preferred_backend's answer when the caller already has
-    it (the composition root asks first, to print the start-up lines of the backend that
-    will run); without it, and without --gpu, preferred_backend is asked here."""
+def build_backend(weights: NetWeights, kind: str, *, gpus=(), cpu_only: bool = False,
+                  precision: str = "auto", batch_size: int = 8, tune: str = "fast",
+                  quiet: bool = False, log=None) -> Backend:
+    """A backend of `kind` ("numpy", "opencl" or "torch"), per the module docstring: OpenCL
+    never raises (NumPy with a line instead); PyTorch raises BackendUnavailable when it
+    cannot run as asked. `cpu_only` is PyTorch's CPU device. `batch_size`: the search's,
+    which OpenCL is tuned for and PyTorch captures its CUDA graphs for. `log` takes the
+    lines (default: stderr unless `quiet`)."""
     def say(line: str) -> None:
         if log is not None:
             log(line)
         elif not quiet:
             print(line, file=sys.stderr, flush=True)
 
-    if backend == "torch":
+    gpus = list(gpus) or None
+    if kind == "torch":
         return _torch(weights, cpu_only, gpus, precision, quiet, say, batch_size)
-    if backend not in ("auto", "opencl"):
-        raise ValueError(f"unknown backend choice {backend!r}")
-    if cpu_only:
+    if kind == "numpy":
         return create_backend("numpy", weights)
-    if not gpus:
-        prefer = prefer or preferred_backend(weights, batch_size, say)
-        if prefer == "numpy":
-            return create_backend("numpy", weights)
+    if kind != "opencl":
+        raise ValueError(f"unknown backend kind {kind!r}")
     try:
         if gpus and len(gpus) > 1:
             return _one_per_id(weights, gpus, precision=precision, batch_size=batch_size,
@@ -88,10 +80,11 @@ def choose_backend(weights: NetWeights, cpu_only: bool = False, gpus: list[int] 
 
 def preferred_backend(weights: NetWeights, batch_size: int, say,
                       use_cache: bool = True) -> str:
-    """"opencl" or "numpy" for a start without --cpu-only and --gpu: OpenCL when the best
-    device is a GPU, or a CPU device that beats NumPy on a timed batch; NumPy when it does
-    not or OpenCL is unavailable. The answer (and the timings) are cached per machine,
-    OpenCL drivers and network width (backends.choice_cache); `say` gets one line either way.
+    """"opencl" or "numpy" for a start without --cpu-only and --gpu (nn/loading.choose):
+    OpenCL when the best device is a GPU, or a CPU device that beats NumPy on a timed batch;
+    NumPy when it does not or OpenCL is unavailable. The answer (and the timings) are cached
+    per machine, OpenCL drivers and network width (backends.choice_cache); `say` gets one
+    line either way.
     """
     from leelaz.backends import choice_cache
 
@@ -153,26 +146,6 @@ def _torch(weights: NetWeights, cpu_only: bool, gpus: list[int] | None, precisio
         return create_backend("torch", weights, gpus=gpus, cpu=cpu_only, **options)
     return MultiDeviceBackend([create_backend("torch", weights, gpus=[gpu], **options)
                                for gpu in gpus])
-
-
-def with_torch_on_cuda(cfg):
-    """`cfg` (an EngineConfig) as it runs the network: left to choose (`--backend auto`, no
-    --cpu-only, no --gpu), PyTorch in half precision (or the --precision given) where torch
-    sees CUDA; otherwise `cfg` itself. See the module docstring for why."""
-    if cfg.network_backend != "auto" or \
-            resolve_auto(cfg.network_backend, cfg.cpu_only, cfg.gpus) != "torch":
-        return cfg
-    precision = cfg.precision if cfg.precision_given else "half"
-    return cfg.with_(network_backend="torch", precision=precision)
-
-
-def resolve_auto(backend: str, cpu_only: bool, gpus) -> str:
-    """--backend as the network is loaded: "auto" without --cpu-only and --gpu is "torch"
-    where torch sees CUDA (the module docstring says why); any other choice is itself
-    (`choose_backend` reads a remaining "auto" as Leela Zero's: OpenCL, or NumPy)."""
-    if backend == "auto" and not cpu_only and not gpus and cuda_for_torch():
-        return "torch"
-    return backend
 
 
 #: Where NVIDIA's driver shows itself (Linux; /dev/dxg: WSL's GPU, any vendor's).

@@ -58,8 +58,7 @@ class NetworkServer:
     i-th search process (as a Process argument), `close()` ends the server (also when the
     engine dies: its control pipe closes)."""
 
-    def __init__(self, load_network, cfg, weights_path: str, clients: int,
-                 engine_client: bool = False):
+    def __init__(self, plan, weights_path: str, clients: int, engine_client: bool = False):
         ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
         self.control, server_control = ctx.Pipe()
         pairs = [ctx.Pipe() for _ in range(clients + engine_client)]
@@ -68,7 +67,7 @@ class NetworkServer:
         self.engine_conn = self._clients.pop() if engine_client else None
         self.process = ctx.Process(target=server_main,
                                    args=(server_control, [theirs for _, theirs in pairs],
-                                         load_network, cfg, weights_path),
+                                         plan, weights_path),
                                    name="leelaz-network", daemon=True)
         self.process.start()
         server_control.close()
@@ -107,12 +106,13 @@ class NetworkServer:
         end_process(self.process, self.control, timeout)
 
 
-def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
-    """The server process: load the backend (`load_network(cfg, path).backend`, with
-    `server_config`), greet every client, then serve until the engine quits or goes away."""
+def server_main(control, clients, plan, weights_path: str) -> None:
+    """The server process: open the engine's backend (`plan`, the engine's
+    nn/loading.LoadPlan, quiet), greet every client, then serve until the engine quits or
+    goes away."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
     try:
-        backend = _load_backend(load_network, cfg, weights_path)
+        backend = plan.quietly().open_network(weights_path).backend
     except Exception as exc:  # noqa: BLE001 - reported to every client; the engine goes on
         for conn in clients:
             _send(conn, ("failed", f"{type(exc).__name__}: {exc}"))
@@ -128,32 +128,6 @@ def server_main(control, clients, load_network, cfg, weights_path: str) -> None:
                          f"{1e3 * counters['submit_s'] / calls:.2f} ms a call submitting, "
                          f"{1e3 * counters['answer_s'] / calls:.2f} ms waiting and "
                          f"answering.\n")
-
-
-def _load_backend(load_network, cfg, weights_path: str) -> Backend:
-    """server_config's backend, or the engine's own choice if that one fails to load."""
-    chosen = server_config(cfg)
-    try:
-        network = load_network(chosen, weights_path)
-    except Exception:  # noqa: BLE001 - fall back to what the engine itself runs
-        if chosen == cfg.with_(quiet=True):
-            raise
-        network = load_network(cfg.with_(quiet=True), weights_path)
-    if network is None:
-        raise RuntimeError(f"no network from {weights_path}")
-    return network.backend
-
-
-def server_config(cfg):
-    """The engine's configuration as the server loads its backend: quiet, and with
-    `--backend auto` on a GPU PyTorch in half precision where torch sees CUDA
-    (device_choice.with_torch_on_cuda: cuDNN on the server's batches of hundreds of rows is
-    2-3 times OpenCL's evaluations per second on wide networks, docs/performance.md), else
-    the engine's own choice. The server loads in the background, so torch's import does not
-    delay the engine's replies."""
-    from leelaz.backends.device_choice import with_torch_on_cuda
-
-    return with_torch_on_cuda(cfg.with_(quiet=True))
 
 
 def serve(backend: Backend, clients: list, control=None) -> dict:

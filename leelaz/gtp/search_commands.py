@@ -8,7 +8,7 @@ root_parallel.pool, config.
 Wiring (done by `register` on engine.session, so the composition root only has to set the
 session's network first):
     search          root_parallel.pool.make_search(network, config, weights path,
-                    SearchParams.from_config(config), seed, diag): a UCTSearch, or with
+                    SearchParams.from_config(config), load plan, seed, diag): a UCTSearch, or with
                     several search processes (batching.search_processes: by default on a
                     GPU) a MultiTreeSearch (helper processes searching the same positions)
     ponder          () -> None, think on the opponent's time until input if pondering is
@@ -273,7 +273,7 @@ def register(engine) -> SearchCommands:
         cfg = session.config
         session.search = make_search(session.network, cfg, session.weights_path,
                                      SearchParams.from_config(cfg),
-                                     load_network=session.load_network,
+                                     plan=session.load_plan,
                                      rng=cfg.seed, log=engine.diag)
     if session.network is not None:
         # As LZ at start-up: the default budget sets the tree limit and the cache size. The

@@ -20,6 +20,7 @@ from leelaz.config import EngineConfig
 
 if TYPE_CHECKING:
     from leelaz.game.state import GameState
+    from leelaz.nn.loading import LoadPlan
     from leelaz.nn.network import Network
     from leelaz.search.search import UCTSearch
     from leelaz.training.recorder import TrainingRecorder
@@ -33,9 +34,9 @@ class Session:
     network: Network | None = None
     #: The file it came from (printsgf's PB), None without a network.
     weights_path: str | None = None
-    #: load_network(cfg, path) -> Network, as the composition root loads it: what helper
-    #: search processes call to load their own (root_parallel/); None: no helpers.
-    load_network: Callable | None = None
+    #: The LoadPlan (nn/loading.py) the network was opened with: what helper search
+    #: processes open their own from (root_parallel/); None: no helpers.
+    load_plan: LoadPlan | None = None
     #: Created by the search commands from `network` unless set before they register.
     search: UCTSearch | None = None
     #: The training buffer (dump_training), created by whichever group needs it first.

@@ -2,9 +2,9 @@
 
 Owns: `HelperProcess` (the engine's handle on one helper: start, send, read its reports) and
 `helper_main` (the helper's whole life). Imports: search.search, search.merge,
-backends.remote and processes; the network is loaded by the composition
-root's loader it is handed (cli.load_engine_network: the network exactly as the engine loads
-it), passed to the new process by reference. With the network server, the helper's Network
+backends.remote and .processes; the network is opened from the engine's
+LoadPlan it is handed (nn/loading.py: the engine's own choice of backend, pickled to the new
+process). With the network server, the helper's Network
 (its own cache and symmetries) sends its batches to the server (a RemoteBackend) instead of
 holding a backend.
 
@@ -38,11 +38,11 @@ from leelaz.processes import end_process
 class HelperProcess:
     """The engine's handle on one helper process (see the module docstring)."""
 
-    def __init__(self, load_network, cfg, weights_path: str, index: int, server=None):
+    def __init__(self, plan, weights_path: str, index: int, server=None):
         ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=helper_main,
-                                   args=(child, load_network, cfg, weights_path, index, server),
+                                   args=(child, plan, weights_path, index, server),
                                    name=f"leelaz-search-{index}", daemon=True)
         self.process.start()
         child.close()
@@ -120,14 +120,13 @@ class HelperProcess:
         self._died("closed")
 
 
-def helper_main(conn, load_network, cfg, weights_path: str, index: int,
-                server=None) -> None:
-    """The helper process: load the network (`load_network(cfg, path)`; with `server`, a
+def helper_main(conn, plan, weights_path: str, index: int, server=None) -> None:
+    """The helper process: open the network (`plan.open_network(path)`; with `server`, a
     connection to the network server, around a RemoteBackend on it), then serve searches
     until quit or the pipe closes."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stdout is the engine's GTP stream
     try:
-        search = _load(load_network, cfg, weights_path, index, server)
+        search = _load(plan, weights_path, index, server)
     except Exception as exc:  # noqa: BLE001 - any failure is reported, the engine goes on
         _send(conn, "failed", f"{type(exc).__name__}: {exc}")
         return
@@ -151,19 +150,17 @@ def helper_main(conn, load_network, cfg, weights_path: str, index: int,
         return  # the engine is gone
 
 
-def _load(load_network, cfg, weights_path: str, index: int, server=None):
-    """This helper's network and search: the engine's configuration with its own seeds."""
+def _load(plan, weights_path: str, index: int, server=None):
+    """This helper's network and search: the engine's plan, quiet, with its own seeds."""
     from leelaz.search.search import UCTSearch
 
-    seed = None if cfg.seed is None else (cfg.seed + 7919 * (index + 1)) % (1 << 64)
-    cfg = cfg.with_(quiet=True, seed=seed)
+    seed = None if plan.seed is None else (plan.seed + 7919 * (index + 1)) % (1 << 64)
+    plan = plan.quietly(seed=seed)  # a helper never talks
     if server is not None:
         from leelaz.backends.remote import RemoteBackend
-        network = load_network(cfg, weights_path, backend=RemoteBackend.connect(server))
+        network = plan.open_network(weights_path, backend=RemoteBackend.connect(server))
     else:
-        network = load_network(cfg, weights_path)
-    if network is None:
-        raise RuntimeError(f"no network from {weights_path}")
+        network = plan.open_network(weights_path)
     return UCTSearch(network, rng=seed, log=lambda text: None)
 
 

@@ -215,11 +215,11 @@ def runs_on_gpu(network) -> bool:
     return True
 
 
-def make_search(network, cfg, weights_path: str | None, params, *, load_network=None,
+def make_search(network, cfg, weights_path: str | None, params, *, plan=None,
                 rng=None, log=None, shared_network: bool | None = None):
     """The engine's search: a MultiTreeSearch with batching.search_processes(cfg) - 1 helper
     processes when that is more than one (and the network came from a file that the helpers
-    can load with `load_network(cfg, path)`, a module-level function), else a UCTSearch.
+    open with `plan`, the engine's nn/loading.LoadPlan), else a UCTSearch.
 
     `shared_network`: the helpers' batches go to one network server process
     (backends/remote.py) instead of a network each; None decides by the engine's backend:
@@ -227,7 +227,7 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     helper's own network computes on its own core."""
     on_device = runs_on_gpu(network)
     processes = search_processes(cfg, on_device)
-    if processes <= 1 or network is None or not weights_path or load_network is None:
+    if processes <= 1 or network is None or not weights_path or plan is None:
         return UCTSearch(network, params, rng=rng, log=log)
     from leelaz.root_parallel.helper import HelperProcess
 
@@ -236,9 +236,8 @@ def make_search(network, cfg, weights_path: str | None, params, *, load_network=
     server = None
     if shared_network:
         from leelaz.backends.remote import NetworkServer
-        server = NetworkServer(load_network, cfg, weights_path, processes - 1,
-                               engine_client=True)
-    helpers = [HelperProcess(load_network, cfg, weights_path, i,
+        server = NetworkServer(plan, weights_path, processes - 1, engine_client=True)
+    helpers = [HelperProcess(plan, weights_path, i,
                              server=server.client(i) if server else None)
                for i in range(processes - 1)]
     if server is not None:

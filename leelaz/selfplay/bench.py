@@ -4,7 +4,8 @@ the way autogtp drives it, same net, same device, same run.
 Owns: `bench_selfplay`, `reference_selfplay` (K `leelaz -g` processes playing genmove loops),
 `instant_backend` (the `random` backend: the host-side ceiling of one process),
 `backend_peak` (the backend alone at a batch size). Imports: subprocess, numpy, backends,
-selfplay.selfplay. The command line is leelaz/tools/bench/selfplay.py.
+selfplay.selfplay, selfplay.runner (the games' LoadPlan). The command line is
+leelaz/tools/bench/selfplay.py.
 
 The reference: K processes of `LZ -g -q --noponder -v 1601 -r 5 -m 30 -n -d -t 6 --batchsize
 5 -w NET -s SEED` (autogtp's self-play line, autogtp/Management.cpp; `--cpu-only` added when
@@ -90,13 +91,12 @@ def backend_peak(weights: str, batch: int, *, seconds: float = 10.0, cpu_only: b
                  gpus=(), precision: str = "auto", backend: str = "auto") -> float:
     """The backend alone: evaluations/s at `batch` rows a call, two calls in flight (as the
     runner's two groups of games keep it), on random 0/1 planes."""
-    from leelaz.backends.device_choice import choose_backend, resolve_auto
     from leelaz.backends.weights import load_weights
+    from leelaz.selfplay.runner import verbs_plan
     net = load_weights(weights)
-    network_backend = resolve_auto(backend, cpu_only, gpus)  # as the games chose it
-    backend = choose_backend(net, cpu_only=cpu_only, gpus=list(gpus) or None,
-                             precision=precision, batch_size=batch, quiet=True,
-                             backend=network_backend)
+    plan = verbs_plan(net, batch, cpu_only=cpu_only, gpus=gpus, precision=precision,
+                      network_backend=backend)  # as the games chose it
+    backend = plan.open_backend(net)
     planes = np.random.default_rng(1).integers(0, 2, (batch, 18, 19, 19)).astype(np.float32)
     backend.submit(planes).result()  # warm up (kernels built, buffers grown)
     done = 0

@@ -2,8 +2,8 @@
 
 Owns: `EngineSide` (a network loaded once, its backend and its round batches), `GameRunner`
 (the game slots, the round loop, stopping, progress and counters), `RunStats`,
-`SelfplayError`. Imports: time, backends (weights, device choice), selfplay.game,
-backends.mux.
+`SelfplayError`. Imports: time, backends (weights), nn.loading (the backend, chosen as the
+engine chooses it), config, selfplay.game, backends.mux.
 
 The round (minigo's way: the searches never call the network, the driver batches): every game
 of a group takes the evaluations of the group's last call and searches on until its next
@@ -77,9 +77,8 @@ class EngineSide:
                  batch_rows: int, full_tuner: bool = False, log=None, backend=None,
                  max_batch: int = 0, network_backend: str = "auto"):
         """`network_backend`: --backend's choice (auto: PyTorch where it sees CUDA, else
-        OpenCL or NumPy, as the engine chooses; opencl; torch)."""
+        OpenCL or NumPy, as the engine chooses, nn/loading.py; opencl; torch)."""
         from leelaz.backends.base import BackendUnavailable
-        from leelaz.backends.device_choice import choose_backend, resolve_auto
         from leelaz.backends.weights import WeightsError, load_weights
 
         self.weights_path = weights_path
@@ -93,13 +92,11 @@ class EngineSide:
         if backend is not None:  # a stand-in (bench's instant network, tests)
             self.backend = backend(self.weights)
         else:
-            network_backend = resolve_auto(network_backend, cpu_only, gpus)
+            plan = verbs_plan(self.weights, batch_rows, cpu_only=cpu_only, gpus=gpus,
+                              precision=precision, network_backend=network_backend,
+                              full_tuner=full_tuner)
             try:
-                self.backend = choose_backend(self.weights, cpu_only=cpu_only,
-                                              gpus=list(gpus) or None, precision=precision,
-                                              batch_size=batch_rows,
-                                              tune="full" if full_tuner else "fast",
-                                              quiet=True, log=log, backend=network_backend)
+                self.backend = plan.open_backend(self.weights, log=log)
             except BackendUnavailable as exc:  # a backend asked for by name cannot run
                 raise SelfplayError(" ".join(str(exc).split())) from None
         # --batchsize caps a network call (sent as soon as that many rows wait); by default
@@ -124,6 +121,19 @@ class EngineSide:
     def describe(self) -> str:
         w = self.weights
         return f"{w.blocks}x{w.filters} on {getattr(self.backend, 'name', '?')}"
+
+
+def verbs_plan(weights, batch_rows: int, *, cpu_only: bool, gpus=(), precision: str = "auto",
+               network_backend: str = "auto", full_tuner: bool = False):
+    """The verbs' games' LoadPlan (nn/loading.choose, the engine's rule): quiet, for calls of
+    `batch_rows` rows; a --precision other than auto counts as given."""
+    from leelaz.config import EngineConfig
+    from leelaz.nn.loading import choose
+
+    config = EngineConfig(cpu_only=cpu_only, gpus=tuple(gpus), precision=precision,
+                          precision_given=precision != "auto", network_backend=network_backend,
+                          full_tuner=full_tuner, quiet=True)
+    return choose(config, weights, batch_size=batch_rows)
 
 
 class _Slot:
