@@ -1,7 +1,8 @@
 """`leelaz match`: play a match between two GTP engines; report the score, Elo and an SPRT.
 
 Owns: the verb's command line, the scoreboard the parallel tables share, and `--tally`.
-Imports: click, leelaz.files, tools.match_games, tools.match_stats, leelaz.progress.
+Imports: click, leelaz.files, tools.match_games, tools.match_stats, selfplay.sprt (the
+arithmetic), leelaz.progress.
 
 A stand-in for gomill's ringmaster / gogui-twogtp / Leela Zero's validation tool:
 - colours alternate every game (engine 1 takes Black in games 1, 3, 5, ...), or engine 1
@@ -41,10 +42,14 @@ import click
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.files import write_text_atomic
+# The arithmetic is the gating match's; `sprt_llr` and `sprt_bounds` are this verb's names for
+# Wald's test, which `--sprt` stops on.
+from leelaz.selfplay.sprt import bounds as sprt_bounds
+from leelaz.selfplay.sprt import elo, score_interval, wald_decided
+from leelaz.selfplay.sprt import wald_llr as sprt_llr
 from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
-from leelaz.tools.match_stats import (elo, forfeit_line, margin_line, score_interval,
-                                      sprt_bounds, sprt_decided, sprt_llr, summary)
+from leelaz.tools.match_stats import forfeit_line, margin_line, summary
 from leelaz.progress import MoveBar
 
 __all__ = ["command", "main", "play", "tally", "elo", "margin_line", "score_interval",
@@ -150,7 +155,7 @@ class Scoreboard:
             line = summary(s.name1, self.wins, self.played, s.sprt)
             self.bar.say("  " + line)
             self._show()
-            if s.sprt and sprt_decided(self.wins, self.played):
+            if s.sprt and wald_decided(self.wins, self.played):
                 self.stopped = True
 
     def moved(self) -> None:
