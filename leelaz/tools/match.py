@@ -40,7 +40,6 @@ import time
 
 import click
 
-from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.files import write_text_atomic
 # The arithmetic is the gating match's; `sprt_llr` and `sprt_bounds` are this verb's names for
 # Wald's test, which `--sprt` stops on.
@@ -50,6 +49,7 @@ from leelaz.selfplay.sprt import wald_llr as sprt_llr
 from leelaz.tools import ToolError
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
 from leelaz.tools.match_stats import forfeit_line, margin_line, summary
+from leelaz.tools.options import backend_option, cpu_only_option, gpu_option
 from leelaz.progress import MoveBar
 
 __all__ = ["command", "main", "play", "tally", "elo", "margin_line", "score_interval",
@@ -320,11 +320,9 @@ Examples:
               help="lz-gate: games in flight, their leaves batched per network.")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=1600, show_default=True,
               help="lz-gate: visits per move.")
-@click.option("--cpu-only", is_flag=True, help="lz-gate: NumPy, no OpenCL.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
-              help="lz-gate: the device to use (repeatable).")
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
-              help="lz-gate: " + BACKEND_HELP)
+@cpu_only_option("lz-gate: NumPy, no OpenCL.")
+@gpu_option("lz-gate: the device to use (repeatable).")
+@backend_option("lz-gate: ")
 @click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
               help="lz-gate: run seed (game i's seed derives from it).")
 @click.option("--json", "as_json", is_flag=True, help="lz-gate: print the result as JSON.")
