@@ -46,7 +46,7 @@ from leelaz.files import write_text_atomic
 from leelaz.selfplay.sprt import bounds as sprt_bounds
 from leelaz.selfplay.sprt import elo, score_interval, wald_decided
 from leelaz.selfplay.sprt import wald_llr as sprt_llr
-from leelaz.tools import ToolError
+from leelaz.tools import ToolError, make_folder
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
 from leelaz.tools.match_stats import forfeit_line, margin_line, summary
 from leelaz.tools.options import backend_option, cpu_only_option, gpu_option
@@ -404,12 +404,7 @@ def _check_folder(option: str, folder: str) -> None:
     (a failure after an hour of games would lose them): made if missing, then probed with a
     file (as root, permission bits alone say nothing about a read-only filesystem)."""
     import tempfile
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise ToolError(f"{option} {folder}: {exc.strerror or exc}") from None
-    if not os.path.isdir(folder):
-        raise ToolError(f"{option} {folder}: not a folder")
+    make_folder(folder, f"{option} {folder}")
     try:
         fd, probe = tempfile.mkstemp(prefix=".leelaz-probe-", dir=folder)
         os.close(fd)
