@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite: reference binaries, the 9-dan games, seeded random
-weights; and the one way a test says what optional software it needs.
+weights, a scripted GTP engine, a position from its moves, a search tree's nodes, a self-play
+game's files; and the one way a test says what optional software it needs.
 
 A test that needs something beyond `pip install -e '.[test]'` (a reference program, PyTorch,
 Ray, numba, an OpenCL device, Node.js) asks for it through `need()`, `requires()` or a fixture
@@ -11,14 +12,18 @@ helpers with `from conftest import need, requires`.
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import os
+import sys
 from types import ModuleType
 from typing import NoReturn
 
 import pytest
 
 from leelaz.backends.random_weights import make_random_weights
+from leelaz.game.coords import BLACK, parse_gtp_vertex
+from leelaz.game.state import GameState
 from paths import TYGEM_FIXTURE, gnugo_binary, leelaz_binary
 
 #: The project's own switch: set to 1, a missing requirement fails instead of skipping.
@@ -122,3 +127,40 @@ def random_weights(tmp_path_factory):
         return made[key]
 
     return make
+
+
+@pytest.fixture
+def fake(tmp_path, request):
+    """fake(behaviour) -> the command line of a scripted GTP engine: the test module's `FAKE`
+    script (each module scripts its own engine), run by this Python with one behaviour word."""
+    path = tmp_path / "fake_engine.py"
+    path.write_text(request.module.FAKE)
+    return lambda behaviour: f"{sys.executable} {path} {behaviour}"
+
+
+def position(moves: str) -> GameState:
+    """The position after `moves` (GTP vertices, space-separated), Black first, alternating."""
+    state = GameState()
+    color = BLACK
+    for move in moves.split():
+        state.play(color, parse_gtp_vertex(move))
+        color = 1 - color
+    return state
+
+
+def tree_nodes(root):
+    """Every node of a search tree below and including `root`, depth first."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+def debug_game(folder, name, resign_pct, winrates, result):
+    """A game as selfplay writes it: the debug file (dump_debug's layout) and the SGF."""
+    lines = ["2", f"{resign_pct} net.txt"] + [f"0.5 0.5 {w} 10" for w in winrates]
+    with gzip.open(os.path.join(folder, name + ".debug.txt.0.gz"), "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(folder, name + ".sgf"), "w") as f:
+        f.write(f"(;GM[1]FF[4]SZ[19]KM[7.5]RE[{result}];B[dd])\n")

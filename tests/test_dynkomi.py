@@ -12,7 +12,7 @@ import math
 import pytest
 
 from leelaz.config import FLT_MAX, resolve_dyn_komi
-from leelaz.nn.komi_test import GOOD, GRID, UNUSABLE, USE_NEG, USE_POS, komi_test
+from leelaz.nn.komi_curve import GOOD, GRID, UNUSABLE, USE_NEG, USE_POS, komi_test
 from leelaz.search import dynkomi
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from backend_helpers import opencl_backend, record_packed_calls
+from conftest import position as game
 from conftest import requires
 
 import oracle
@@ -24,13 +25,6 @@ from leelaz.nn.features import input_planes, input_planes_batch, packed_inputs
 from leelaz.nn.network import Network, cache_key
 
 KOMIS = (-20.0, 0.0, 7.5, 30.0)
-
-
-def game(moves: str) -> GameState:
-    state = GameState()
-    for i, move in enumerate(moves.split()):
-        state.play(BLACK if i % 2 == 0 else WHITE, parse_gtp_vertex(move))
-    return state
 
 
 def float_planes(states) -> np.ndarray:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import textwrap
 
 import pytest
@@ -32,13 +31,6 @@ FAKE = textwrap.dedent('''
         else:
             print("= \\n", flush=True)
 ''')
-
-
-@pytest.fixture
-def fake(tmp_path):
-    path = tmp_path / "fake_engine.py"
-    path.write_text(FAKE)
-    return lambda behaviour: f"{sys.executable} {path} {behaviour}"
 
 
 def run(fake, tmp_path, one, two, games=2, extra=()):

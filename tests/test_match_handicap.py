@@ -5,10 +5,7 @@ out by hand in the tests."""
 
 from __future__ import annotations
 
-import sys
 import textwrap
-
-import pytest
 
 from leelaz.tools import match
 
@@ -31,13 +28,6 @@ FAKE = textwrap.dedent('''
         else:
             print("= \\n", flush=True)
 ''')
-
-
-@pytest.fixture
-def fake(tmp_path):
-    path = tmp_path / "fake_engine.py"
-    path.write_text(FAKE)
-    return lambda behaviour: f"{sys.executable} {path} {behaviour}"
 
 
 def run(fake, tmp_path, one, two, games, extra):

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from conftest import tree_nodes as walk
 from fake_evaluator import AsyncHashEvaluator, FakeEvaluator, HashEvaluator
 from leelaz.game.coords import BLACK, PASS, RESIGN, WHITE, vertex
 from leelaz.game.state import GameState
@@ -22,14 +23,6 @@ def make_search(evaluator=None, seed=1, **params) -> tuple[UCTSearch, list[str]]
     search = UCTSearch(evaluator or HashEvaluator(), SearchParams(**params), rng=seed,
                        log=lines.append)
     return search, lines
-
-
-def walk(node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children)
 
 
 def assert_no_pending_virtual_loss(search: UCTSearch) -> None:

@@ -8,9 +8,10 @@ interleaved with another game's, since every step is the same code."""
 
 from __future__ import annotations
 
+from conftest import position
+from conftest import tree_nodes as _nodes
 from fake_evaluator import HashEvaluator
-from leelaz.game.coords import BLACK, WHITE, parse_gtp_vertex
-from leelaz.game.state import GameState
+from leelaz.game.coords import BLACK, WHITE
 from leelaz.search.params import SearchParams
 from leelaz.search.run import Limits, Progress
 from leelaz.search.search import UCTSearch
@@ -23,15 +24,6 @@ def params() -> SearchParams:
     # No ramp (visits_per_pending_leaf=0): every batch asks for BATCH leaves, as the driver does.
     return SearchParams(max_visits=VISITS, batch_size=BATCH, visits_per_pending_leaf=0,
                         quiet=True, timemanage="off")
-
-
-def position(moves: str) -> GameState:
-    state = GameState()
-    color = BLACK
-    for move in moves.split():
-        state.play(color, parse_gtp_vertex(move))
-        color = 1 - color
-    return state
 
 
 def signature(search: UCTSearch) -> list:
@@ -85,14 +77,6 @@ def test_between_batches_runs_after_every_batch_and_may_stop_nothing():
     result = search.finish(run)
     assert seen == sorted(seen) and seen[-1] == VISITS and len(seen) >= VISITS // BATCH
     assert (result.move, result.playouts) == thought(state, WHITE)[:2]
-
-
-def _nodes(root):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)
 
 
 def test_a_driver_with_the_runs_own_stopping_rules_plays_the_games_think_plays():

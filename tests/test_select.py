@@ -18,9 +18,9 @@ import math
 
 import pytest
 
+from conftest import position
 from fake_evaluator import HashEvaluator
-from leelaz.game.coords import BLACK, WHITE, parse_gtp_vertex
-from leelaz.game.state import GameState
+from leelaz.game.coords import BLACK, WHITE
 from leelaz.search.params import SearchParams
 from leelaz.search.search import UCTSearch
 from leelaz.search.select import (ACTIVE, INVALID, ChildScores, child_score, child_scores,
@@ -73,15 +73,6 @@ def same_scores(kept: list[float], want: list[float | None]) -> None:
             assert got == float("-inf")
         else:
             assert got == pytest.approx(expected, abs=TOLERANCE)
-
-
-def position(moves: str) -> GameState:
-    state = GameState()
-    color = BLACK
-    for move in moves.split():
-        state.play(color, parse_gtp_vertex(move))
-        color = 1 - color
-    return state
 
 
 def walk(root, color):

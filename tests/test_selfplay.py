@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import chunk_parser
+from conftest import debug_game as _debug_game
 from lz_training_oracle import lower_case_folder, lz_dump_supervised
 from paths import REPO
 from leelaz.backends.base import Backend
@@ -340,15 +341,6 @@ def test_a_full_disk_stops_cleanly(tmp_path, random_weights):
 def test_library_refuses_zero_games(tmp_path, random_weights):
     with pytest.raises(SelfplayError, match="at least 1"):
         play_selfplay(random_weights(1, 8), str(tmp_path / "z"), 0, cpu_only=True)
-
-
-def _debug_game(folder, name, resign_pct, winrates, result):
-    """A game as selfplay writes it: the debug file (dump_debug's layout) and the SGF."""
-    lines = ["2", f"{resign_pct} net.txt"] + [f"0.5 0.5 {w} 10" for w in winrates]
-    with gzip.open(os.path.join(folder, name + ".debug.txt.0.gz"), "wt") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(folder, name + ".sgf"), "w") as f:
-        f.write(f"(;GM[1]FF[4]SZ[19]KM[7.5]RE[{result}];B[dd])\n")
 
 
 def test_resign_report_counts_false_resignations(tmp_path, capsys):

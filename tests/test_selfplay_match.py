@@ -22,7 +22,7 @@ from paths import REPO
 from leelaz.backends.random_weights import random_tensors
 from leelaz.backends.weights_writer import write_weights
 from leelaz.selfplay import sprt
-from leelaz.selfplay.match import a_is_black, play_match, sequential_decision, tally
+from leelaz.selfplay.network_match import a_is_black, play_match, sequential_decision, tally
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.tools import run_verb
 
@@ -104,7 +104,7 @@ def test_a_failed_start_does_not_bind_the_folder(tmp_path, passing_net, capsys):
 
 def test_the_game_line_names_network_and_colour():
     from leelaz.game.coords import BLACK, WHITE
-    from leelaz.selfplay.match import game_line
+    from leelaz.selfplay.network_match import game_line
 
     assert game_line(False, WHITE, "W+104.5") == "network B won with White (W+104.5)"
     assert game_line(True, BLACK, "B+R") == "network A won with Black (B+R)"
@@ -139,7 +139,7 @@ def test_shipped_net_against_a_random_net_passes_h1(tmp_path, passing_net):
 # ---- one match played by several processes (the Zero loop's gating match) -----------------
 
 def test_shards_deal_every_game_once_with_both_colours_equally():
-    from leelaz.selfplay.match import shard_indices
+    from leelaz.selfplay.network_match import shard_indices
 
     for shards in range(1, 6):
         for max_games in (1, 2, 7, 8, 20, 250, 251):
@@ -170,7 +170,7 @@ def _play_shards(a, b, out, shards, **kwargs):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     procs = []
     for shard in range(shards):
-        code = ("import sys, json; from leelaz.selfplay.match import play_match; "
+        code = ("import sys, json; from leelaz.selfplay.network_match import play_match; "
                 f"play_match({a!r}, {b!r}, {out!r}, shard=({shard}, {shards}), "
                 f"cpu_only=True, progress=False, **{kwargs!r})")
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env,

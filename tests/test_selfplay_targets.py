@@ -20,6 +20,7 @@ import sys
 import pytest
 
 import chunk_parser
+from conftest import debug_game as _debug_game
 from fake_evaluator import HashEvaluator
 from paths import REPO
 from leelaz.game.coords import BLACK, NUM_INTERSECTIONS, PASS, WHITE, index, vertex
@@ -235,13 +236,6 @@ def test_each_game_has_its_drawn_komi_and_is_won_by_it(tmp_path, random_weights)
 
 
 # ---- checked resignation -----------------------------------------------------------------------
-
-def _debug_game(folder, name, resign_pct, winrates, result):
-    lines = ["2", f"{resign_pct} net.txt"] + [f"0.5 0.5 {w} 10" for w in winrates]
-    with gzip.open(os.path.join(folder, name + ".debug.txt.0.gz"), "wt") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(folder, name + ".sgf"), "w") as f:
-        f.write(f"(;GM[1]FF[4]SZ[19]KM[7.5]RE[{result}];B[dd])\n")
 
 
 def test_resignation_waits_for_enough_games_with_few_false_resignations(tmp_path):

@@ -112,7 +112,7 @@ def test_a_shutout_prints_a_finite_bound_not_inf():
 
 
 def test_the_match_lines_after_a_shutout():
-    from leelaz.selfplay.match import MatchResult
+    from leelaz.selfplay.network_match import MatchResult
     from leelaz.tools.match_stats import summary
 
     line = summary("engine1", 4, 4, True)

@@ -200,8 +200,9 @@ def test_gate_deals_no_more_games_at_once_than_the_sprt_can_need_first():
 def test_status_table_and_elo(tmp_path):
     import math
 
+    from leelaz.selfplay.sprt import elo_with_draws as elo
     from leelaz.zero.rundir import RunDir
-    from leelaz.zero.status import elo, rows
+    from leelaz.zero.status import rows
 
     assert math.isclose(elo(3, 1)[0], 400 * math.log10(3)) and elo(3, 1)[1] == ""
     assert math.isclose(elo(2, 1, 2)[0], 400 * math.log10(3 / 2))  # draws count half

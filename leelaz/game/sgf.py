@@ -4,7 +4,9 @@ Owns: splitting a collection into games the way Leela Zero does, a tolerant pars
 (nodes, multi-valued properties, escapes, variations), reading .sgf and .sgf.gz files, the
 `SgfError` raised for anything malformed, the printsgf layout (src/SGFTree.cpp), and writing a
 parsed tree back (`format_game`: every property, comment and variation kept, for tools that
-annotate a game, such as `leelaz review`).
+annotate a game, such as `leelaz review`), the layout of `leelaz match`'s games
+(`format_match_game`), and reading a root property or the moves of a plain record straight
+from the text, without building a tree (`root_property`, `text_winner`, `plain_record`).
 Replaying a game onto a board lives in game/sgf_replay.py, which is the only caller that needs
 GameState; this module knows nothing about boards.
 Imports: stdlib, files (bounded reading) and game.coords only.
@@ -534,6 +536,62 @@ def format_game(game: SgfGame) -> str:
     return "".join(parts) + "\n"
 
 
+# ---- reading a game's text without a tree ----------------------------------------------------
+
+_ROOT_PROPERTY = r"(?<![A-Z]){key}\[((?:\\.|[^\]\\])*)\]"
+_WINNER = re.compile(r"RE\[([BW])\+")
+
+
+def root_property(text: str, key: str) -> str | None:
+    """The (unescaped) value of the first `KEY[...]` in a game's text, or None: a root property
+    of a file we wrote (one game, properties named once), read without parsing the game."""
+    found = re.search(_ROOT_PROPERTY.format(key=key), text)
+    return re.sub(r"\\(.)", r"\1", found.group(1)) if found else None
+
+
+def text_winner(text: str) -> str | None:
+    """'B' or 'W' from a game text's RE (`B+...`, `W+...`; case-sensitive), None for no
+    winner: how a folder of our own games is counted without parsing each one."""
+    found = _WINNER.search(text)
+    return found.group(1) if found else None
+
+
+_PLAIN_MOVE = re.compile(r";\s*([BW])\[([a-s]{0,2}|tt)\]")
+_PLAIN_RESULT = re.compile(r"RE\[([^\]]*)\]")
+
+
+def plain_record(text: str) -> tuple[list[tuple[str, str]], str] | None:
+    """(moves as (colour letter, SGF point) pairs, RE value) of a plain 19x19 record without
+    setup stones, handicap or variations (the tygem-9d form, one game a line), or None when
+    the record is something else (parse it with `parse_game`). Hot path: the trainer reads
+    whole collections this way; a pass is the point `` or `tt`, as written."""
+    if "AB[" in text or "AW[" in text or ("SZ[" in text and "SZ[19]" not in text):
+        return None
+    if text.count("(;") != 1:  # variations: parse_game's main line
+        return None
+    found = _PLAIN_RESULT.search(text)
+    return _PLAIN_MOVE.findall(text), (found.group(1) if found else "")
+
+
+# ---- writing: leelaz match's games ------------------------------------------------------------
+
+def format_match_game(*, komi: float, black: str, white: str, result: str, ending: str,
+                      comment: str, handicap: int = 0, handicap_stones: Sequence[Vertex] = (),
+                      moves: Sequence[tuple[str, str]] = ()) -> str:
+    """`leelaz match`'s SGF of one game: root properties (GM FF CA SZ KM RU PB PW RE, GC the
+    ending, C the reason, HA and AB with a handicap) then the moves, ten a line.
+    moves: (colour letter, SGF point) pairs, a pass as the empty point of FF[4]."""
+    head = (f"(;GM[1]FF[4]CA[UTF-8]SZ[19]KM[{komi:g}]RU[Chinese]"
+            f"PB[{escape_value(black)}]PW[{escape_value(white)}]RE[{escape_value(result)}]"
+            f"GC[{escape_value(ending)}]C[{escape_value(comment)}]")
+    if handicap:
+        stones = "".join(f"[{sgf_vertex(v)}]" for v in handicap_stones)
+        head += f"HA[{handicap}]AB{stones}"
+    body = "".join(f";{c}[{point}]" + ("\n" if i % 10 == 9 else "")
+                   for i, (c, point) in enumerate(moves))
+    return head + "\n" + body + ")\n"
+
+
 # ---- writing: Leela Zero's printsgf ----------------------------------------------------------
 
 def result_text(score: float) -> str:
@@ -587,7 +645,8 @@ def format_printsgf(*, komi: float, clock_sgf: str, weights_path: str, result: s
 
 __all__ = [
     "PASS", "SgfError", "SgfGame", "SgfNode", "engine_player_name", "escape_value",
-    "format_game", "format_printsgf",
-    "games_in_text", "iter_file_games", "parse_collection", "parse_game", "read_file", "read_first_game",
-    "read_text", "result_text", "split_games",
+    "format_game", "format_match_game", "format_printsgf",
+    "games_in_text", "iter_file_games", "parse_collection", "parse_game", "plain_record",
+    "read_file", "read_first_game", "read_text", "result_text", "root_property", "split_games",
+    "text_winner",
 ]

@@ -3,7 +3,7 @@
 
 Owns: `register(engine)`, the `dyn_komi_test` handler, the start-up test that sets --pos/--neg,
 and keeping `engine.state`'s network komi and scoring right across clear_board, boardsize and
-loadsgf. Imports: gtp.protocol, nn.komi_test, search.dynkomi_search, game.coords.
+loadsgf. Imports: gtp.protocol, nn.komi_curve, search.dynkomi_search, game.coords.
 
 With none of the fork's flags nothing changes: the state keeps Leela Zero's standard planes,
 the search gets no DynamicKomi, and `dyn_komi_test` (which still works) is not listed.
@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from leelaz.game.state import GameState
 from leelaz.gtp.protocol import GtpError
-from leelaz.nn.komi_test import UNUSABLE, USE_NEG, USE_POS, komi_test, network_curve
+from leelaz.nn.komi_curve import UNUSABLE, USE_NEG, USE_POS, komi_test, network_curve
 from leelaz.search.dynkomi_search import DynamicKomi
 
 SUMMARY_LINES = 4  # the rises, the two scores, the verdict

@@ -1,7 +1,7 @@
 """Resign analysis: how often would a resignation threshold have resigned a game that was won?
 
 Owns: `analyse`, `ThresholdRow`, `report`, `resign_allowed` (self-play's resignation gate).
-Imports: stdlib only (the files are read here).
+Imports: stdlib, game.sgf (a game's winner from its text; the files are read here).
 
 Leela Zero's scripts/resign_analysis/resign_analysis.py reads, for the
 games played with `-r 0` (the 10 % no-resign share), the per-search debug records that
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 from dataclasses import dataclass
+
+from leelaz.game.sgf import text_winner
 
 #: Thresholds reported by default (fractions of a winrate).
 THRESHOLDS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.10, 0.15, 0.20)
 #: The engine resigns only when more than this many moves have been played.
 MIN_RESIGN_MOVE = 361 // 4
 
-_RE = re.compile(r"RE\[([BW])\+")
 
 
 @dataclass
@@ -68,11 +68,11 @@ def read_games(folder: str) -> tuple[list[Game], int]:
         if len(lines) < 2 or lines[0] != "2" or lines[1].split()[0] != "0":
             continue  # a game that could resign
         with open(sgf_path, encoding="utf-8") as f:
-            result = _RE.search(f.read())
-        if result is None:
+            winner = text_winner(f.read())
+        if winner is None:
             continue
         winrates = [float(line.split()[2]) for line in lines[2:] if line.strip()]
-        games.append(Game(winrates, result.group(1) == "B"))
+        games.append(Game(winrates, winner == "B"))
     return games, seen
 
 

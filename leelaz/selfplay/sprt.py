@@ -1,7 +1,15 @@
-"""The Leela Zero server's gating rule: its SPRT, and the 400-game / 55 % rule beside it.
+"""Match statistics, the one place for them: the SPRTs, Elo and the score's interval.
 
-Owns: `llr`, `decide`, `Decision` values, `elo`, `elo_text` and the score interval it
-rests on (`score_interval`, which `leelaz match` prints too). Imports: stdlib only.
+Owns: the Leela Zero server's gating rule (`llr`, `decide`, the H1/H0 values), Wald's SPRT of
+`leelaz match --sprt` (`wald_llr`, `wald_decided`), their bounds (`bounds`), Elo of a score
+(`elo`, `elo_text`, `elo_with_draws`) and the score interval they rest on
+(`score_interval`). The gating match, `leelaz match` and `leelaz zero --status` all print
+from here, so one record reads the same everywhere. Imports: stdlib only.
+
+Two SPRTs, both on a win/loss record (Go has no draws), H0 Elo 0 against H1 Elo 35,
+alpha = beta = 0.05, the same bounds:
+- `llr`, the server's normal approximation, which gating uses with the server's extra rules;
+- `wald_llr`, Wald's exact binomial log-likelihood ratio, which `leelaz match --sprt` stops on.
 
 Read from leela-zero-server's classes/utilities.js (LLR, SPRTold, SPRT): H0 Elo 0,
 H1 Elo 35, alpha = beta = 0.05, no draws (each game is a win or a loss of the candidate).
@@ -44,6 +52,21 @@ def bounds(alpha: float = ALPHA, beta: float = BETA) -> tuple[float, float]:
     return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
 
 
+def wald_llr(wins: int, losses: int, elo0: float = ELO0, elo1: float = ELO1) -> float:
+    """Wald's log-likelihood ratio of H1 (elo1) against H0 (elo0) for a win/loss record, with
+    the logistic win probability `win_probability` (Go has no draws)."""
+    p0 = win_probability(elo0)
+    p1 = win_probability(elo1)
+    return wins * math.log(p1 / p0) + losses * math.log((1 - p1) / (1 - p0))
+
+
+def wald_decided(wins: float, games: int) -> bool:
+    """Whether Wald's test has accepted H1 or H0 (at or past a bound)."""
+    value = wald_llr(int(wins), games - int(wins))
+    low, high = bounds()
+    return value <= low or value >= high
+
+
 def llr(wins: int, losses: int, elo0: float = ELO0, elo1: float = ELO1) -> float:
     """The server's normal-approximation log-likelihood ratio of H1 against H0."""
     w = wins if wins > 0 else 1
@@ -72,8 +95,10 @@ def decide(wins: int, losses: int) -> str | None:
     return None
 
 
-def elo(wins: float, games: int) -> float:
-    """Elo difference of a score: 400 log10(p / (1 - p)); +-inf at a shutout."""
+def elo(wins: float, games: float = 1) -> float:
+    """Elo difference of a score of `wins` out of `games` (a share p in [0, 1] when `games` is
+    left out): 400 log10(p / (1 - p)); +-inf at a shutout (print it with `elo_text`, which
+    never shows `inf`); 0 without games."""
     if games <= 0:
         return 0.0
     p = wins / games
@@ -82,6 +107,21 @@ def elo(wins: float, games: int) -> float:
     if p >= 1.0:
         return math.inf
     return 400.0 * math.log10(p / (1.0 - p))
+
+
+def elo_with_draws(wins: float, losses: float, draws: float = 0.0) -> tuple[float, str] | None:
+    """(Elo estimate, '' or '>' or '<' for a shut-out bound) of a record in which draws count
+    half; None without games. A shut-out has no finite estimate, so it gets the bound computed
+    as if one more game had been drawn, marked with '>' or '<' (`leelaz zero --status`)."""
+    games = wins + losses + draws
+    if games <= 0:
+        return None
+    score = wins + draws / 2
+    mark = ""
+    if score <= 0 or score >= games:  # as if one more game had been drawn
+        mark = ">" if score >= games else "<"
+        score, games = score + 0.5, games + 1
+    return elo(score, games), mark
 
 
 def score_interval(wins: float, games: int, z: float = 1.96) -> tuple[float, float, float]:

@@ -1,6 +1,7 @@
 """The verbs of the `leelaz` program: `leelaz match`, `leelaz train`, `leelaz bench`, ...
 
-Owns: the registry of verbs (name -> module) and running one. Imports: click, and each verb's
+Owns: the registry of verbs (name -> module) and running one, `ToolError`, and `make_folder`
+(the output folder of a verb, or one line saying why not). Imports: click, and each verb's
 module only when that verb is asked for, so the engine's start-up never pays for the tools.
 
 `leelaz` followed by Leela Zero's flags is the engine (GUIs never send a verb); only when the
@@ -13,6 +14,7 @@ Each verb module defines `command`, a click command or group. Adding a verb is o
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
@@ -36,6 +38,18 @@ class ToolError(click.ClickException):
 
     def show(self, file=None) -> None:
         click.echo(f"ERROR: {self.format_message()}", err=True)
+
+
+def make_folder(folder: str, label: str | None = None) -> None:
+    """Make the folder a verb writes into (with its parents), or stop with one line naming it
+    (`label`, by default the folder itself) and the reason, before any work is done."""
+    label = folder if label is None else label
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"{label}: {exc.strerror or exc}") from None
+    if not os.path.isdir(folder):
+        raise ToolError(f"{label}: not a folder")
 
 
 def is_verb(argv: list[str]) -> bool:

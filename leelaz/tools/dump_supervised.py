@@ -24,7 +24,7 @@ import time
 import click
 
 from leelaz.progress import progress
-from leelaz.tools import ToolError
+from leelaz.tools import ToolError, make_folder
 from leelaz.training.supervised import DumpStats, dump_supervised
 
 _counter = None  # the shared game counter, set in each worker by _init
@@ -124,12 +124,7 @@ def command(files, out_dir, workers, seed, level) -> int:
     """Write Leela Zero training chunks from SGF collections (.sgf, .sgf.gz), one process per
     file, as the GTP command dump_supervised does for one."""
     _check_inputs(files)
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise ToolError(f"{out_dir}: {exc.strerror or exc}") from None
-    if not os.path.isdir(out_dir):
-        raise ToolError(f"{out_dir}: not a folder")
+    make_folder(out_dir)
     from leelaz.selfplay.lifetime import FolderBusy, FolderLock
     try:
         lock = FolderLock(out_dir, "dump-supervised")

@@ -1,7 +1,8 @@
 """`leelaz match`: play a match between two GTP engines; report the score, Elo and an SPRT.
 
 Owns: the verb's command line, the scoreboard the parallel tables share, and `--tally`.
-Imports: click, leelaz.files, tools.match_games, tools.match_stats, leelaz.progress.
+Imports: click, leelaz.files, tools.match_games, tools.match_stats, selfplay.sprt (the
+arithmetic), leelaz.progress.
 
 A stand-in for gomill's ringmaster / gogui-twogtp / Leela Zero's validation tool:
 - colours alternate every game (engine 1 takes Black in games 1, 3, 5, ...), or engine 1
@@ -39,12 +40,16 @@ import time
 
 import click
 
-from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.files import write_text_atomic
-from leelaz.tools import ToolError
+# The arithmetic is the gating match's; `sprt_llr` and `sprt_bounds` are this verb's names for
+# Wald's test, which `--sprt` stops on.
+from leelaz.selfplay.sprt import bounds as sprt_bounds
+from leelaz.selfplay.sprt import elo, score_interval, wald_decided
+from leelaz.selfplay.sprt import wald_llr as sprt_llr
+from leelaz.tools import ToolError, make_folder
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
-from leelaz.tools.match_stats import (elo, forfeit_line, margin_line, score_interval,
-                                      sprt_bounds, sprt_decided, sprt_llr, summary)
+from leelaz.tools.match_stats import forfeit_line, margin_line, summary
+from leelaz.tools.options import backend_option, cpu_only_option, gpu_option
 from leelaz.progress import MoveBar
 
 __all__ = ["command", "main", "play", "tally", "elo", "margin_line", "score_interval",
@@ -150,7 +155,7 @@ class Scoreboard:
             line = summary(s.name1, self.wins, self.played, s.sprt)
             self.bar.say("  " + line)
             self._show()
-            if s.sprt and sprt_decided(self.wins, self.played):
+            if s.sprt and wald_decided(self.wins, self.played):
                 self.stopped = True
 
     def moved(self) -> None:
@@ -315,11 +320,9 @@ Examples:
               help="lz-gate: games in flight, their leaves batched per network.")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=1600, show_default=True,
               help="lz-gate: visits per move.")
-@click.option("--cpu-only", is_flag=True, help="lz-gate: NumPy, no OpenCL.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
-              help="lz-gate: the device to use (repeatable).")
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
-              help="lz-gate: " + BACKEND_HELP)
+@cpu_only_option("lz-gate: NumPy, no OpenCL.")
+@gpu_option("lz-gate: the device to use (repeatable).")
+@backend_option("lz-gate: ")
 @click.option("-s", "--seed", type=click.IntRange(0, None), default=None,
               help="lz-gate: run seed (game i's seed derives from it).")
 @click.option("--json", "as_json", is_flag=True, help="lz-gate: print the result as JSON.")
@@ -401,12 +404,7 @@ def _check_folder(option: str, folder: str) -> None:
     (a failure after an hour of games would lose them): made if missing, then probed with a
     file (as root, permission bits alone say nothing about a read-only filesystem)."""
     import tempfile
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise ToolError(f"{option} {folder}: {exc.strerror or exc}") from None
-    if not os.path.isdir(folder):
-        raise ToolError(f"{option} {folder}: not a folder")
+    make_folder(folder, f"{option} {folder}")
     try:
         fd, probe = tempfile.mkstemp(prefix=".leelaz-probe-", dir=folder)
         os.close(fd)

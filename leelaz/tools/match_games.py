@@ -1,9 +1,10 @@
 """One table of a match: two GTP engines (and a referee) playing games one after another.
 
-Owns: the match's settings, a game's record and its SGF text, reading such an SGF back for
-`--tally`, the built-in Tromp-Taylor referee, and the rules of play (colours alternate, a crash,
-timeout, garbage answer or illegal move forfeits the game). Imports: leelaz.game,
-leelaz.gtp.client, leelaz.files.
+Owns: the match's settings, a game's record (its SGF layout and the reading of a root
+property are game/sgf.py's), reading such an SGF back for `--tally`, the built-in
+Tromp-Taylor referee, and the rules of play (colours alternate, a crash, timeout, garbage
+answer or illegal move forfeits the game). Imports: leelaz.game (game.sgf
+for the SGF text), leelaz.gtp.client, leelaz.files.
 
 Engines run in their own session: a Ctrl-C or a `timeout -s INT` meant for the match reaches
 only the match, which then records nothing more and kills the engines, instead of racing their
@@ -14,11 +15,11 @@ cannot desynchronise it.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 from leelaz.game.coords import BLACK, GTP_COLUMNS, PASS, WHITE, parse_gtp_vertex, sgf_vertex
 from leelaz.game.handicap import fixed_pattern, place_fixed_handicap
+from leelaz.game.sgf import format_match_game, root_property
 from leelaz.game.state import GameState
 from leelaz.gtp.client import GtpClient, GtpErrorReply, GtpFailure, GtpTimeout
 
@@ -70,29 +71,13 @@ def sgf_point(move: str) -> str:
     return "" if v == PASS else sgf_vertex(v)
 
 
-def _escape(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("]", "\\]")
-
-
 def sgf_text(game: GameRecord) -> str:
-    head = (f"(;GM[1]FF[4]CA[UTF-8]SZ[19]KM[{game.komi:g}]RU[Chinese]"
-            f"PB[{_escape(game.black)}]PW[{_escape(game.white)}]RE[{_escape(game.result)}]"
-            f"GC[{_escape(game.ending)}]C[{_escape(game.reason)}]")
-    if game.handicap:
-        stones = "".join(f"[{sgf_vertex(v)}]" for v in fixed_pattern(game.handicap))
-        head += f"HA[{game.handicap}]AB{stones}"
-    body = "".join(f";{c}[{sgf_point(v)}]" + ("\n" if i % 10 == 9 else "")
-                   for i, (c, v) in enumerate(game.moves))
-    return head + "\n" + body + ")\n"
-
-
-SGF_PROPERTY = r"(?<![A-Z]){key}\[((?:\\.|[^\]\\])*)\]"
-
-
-def sgf_property(text: str, key: str) -> str | None:
-    """The (unescaped) value of a root property written by sgf_text, or None."""
-    found = re.search(SGF_PROPERTY.format(key=key), text)
-    return re.sub(r"\\(.)", r"\1", found.group(1)) if found else None
+    """The game's SGF, in game/sgf.py's layout for a match."""
+    return format_match_game(
+        komi=game.komi, black=game.black, white=game.white, result=game.result,
+        ending=game.ending, comment=game.reason, handicap=game.handicap,
+        handicap_stones=fixed_pattern(game.handicap) if game.handicap else (),
+        moves=[(c, sgf_point(v)) for c, v in game.moves])
 
 
 def read_game(path: str) -> GameRecord:
@@ -103,15 +88,15 @@ def read_game(path: str) -> GameRecord:
         text = f.read()
     if not (text.startswith("(;") and text.rstrip().endswith(")")):
         raise ValueError("truncated: no closing parenthesis")
-    black, white = sgf_property(text, "PB"), sgf_property(text, "PW")
+    black, white = root_property(text, "PB"), root_property(text, "PW")
     if black is None or white is None:
         raise ValueError(f"{path}: no PB/PW")
-    result = sgf_property(text, "RE") or ""
-    komi = float(sgf_property(text, "KM") or 0)
+    result = root_property(text, "RE") or ""
+    komi = float(root_property(text, "KM") or 0)
     game = GameRecord(black, white, komi, result=result,
-                      reason=sgf_property(text, "C") or "",
-                      ending=sgf_property(text, "GC") or "",
-                      handicap=int(sgf_property(text, "HA") or 0))
+                      reason=root_property(text, "C") or "",
+                      ending=root_property(text, "GC") or "",
+                      handicap=int(root_property(text, "HA") or 0))
     game.winner = result[0].upper() if result[:2].upper() in ("B+", "W+") else None
     if not game.ending and result.endswith("+Forfeit"):
         game.ending = "forfeit unknown"  # written before GC recorded the cause

@@ -1,47 +1,15 @@
-"""The statistics of a match: score with its interval, Elo, and the sequential test (SPRT).
+"""The lines `leelaz match` prints after every game and at the end: score, Elo, SPRT, margin.
 
-Owns: the arithmetic `leelaz match` prints after every game and at the end. Imports: stdlib,
-leelaz.selfplay.sprt (the score interval and the Elo line, shared with the gating match).
+Owns: the wording of those lines (`summary`, `margin_line`, `forfeit_line`). The arithmetic
+(score interval, Elo, Wald's SPRT) is selfplay/sprt.py's, shared with the gating match, so both
+verbs print one way. Imports: stdlib, leelaz.selfplay.sprt.
 """
 
 from __future__ import annotations
 
 import math
 
-# The score's interval and the Elo line are the gating rule's, so both verbs print one way.
-from leelaz.selfplay.sprt import elo_text, score_interval  # noqa: F401 (leelaz match's)
-
-#: The SPRT `leelaz match --sprt` runs: H0 elo 0 against H1 elo 35, alpha = beta = 0.05.
-SPRT_ELO0, SPRT_ELO1 = 0.0, 35.0
-
-
-def elo(p: float) -> float:
-    """Elo difference for score p: 400 log10(p / (1 - p)) (infinite at 0 and 1; print it
-    with `elo_text`, which never shows `inf`)."""
-    if p <= 0.0:
-        return -math.inf
-    if p >= 1.0:
-        return math.inf
-    return 400.0 * math.log10(p / (1.0 - p))
-
-
-def sprt_llr(wins: int, losses: int, elo0: float = SPRT_ELO0, elo1: float = SPRT_ELO1) -> float:
-    """Log-likelihood ratio of H1 (elo1) against H0 (elo0) for a win/loss record, with the
-    logistic win probability 1 / (1 + 10^(-elo/400)) (Go has no draws)."""
-    p0 = 1.0 / (1.0 + 10 ** (-elo0 / 400.0))
-    p1 = 1.0 / (1.0 + 10 ** (-elo1 / 400.0))
-    return wins * math.log(p1 / p0) + losses * math.log((1 - p1) / (1 - p0))
-
-
-def sprt_bounds(alpha: float = 0.05, beta: float = 0.05) -> tuple[float, float]:
-    """(lower, upper): accept H0 at or below the lower bound, H1 at or above the upper."""
-    return math.log(beta / (1 - alpha)), math.log((1 - beta) / alpha)
-
-
-def sprt_decided(wins: float, games: int) -> bool:
-    llr = sprt_llr(int(wins), games - int(wins))
-    low, high = sprt_bounds()
-    return llr <= low or llr >= high
+from leelaz.selfplay.sprt import bounds, elo_text, score_interval, wald_llr
 
 
 def summary(name1: str, wins: float, games: int, sprt: bool) -> str:
@@ -50,8 +18,8 @@ def summary(name1: str, wins: float, games: int, sprt: bool) -> str:
     text = (f"{name1}: {wins:g}/{games} = {100 * p:.1f}% "
             f"(95% CI {100 * lo:.1f}%..{100 * hi:.1f}%), {elo_text(wins, games)}")
     if sprt:
-        llr = sprt_llr(int(wins), games - int(wins))
-        low, high = sprt_bounds()
+        llr = wald_llr(int(wins), games - int(wins))
+        low, high = bounds()
         verdict = "H1 accepted" if llr >= high else "H0 accepted" if llr <= low else "continue"
         text += f"; SPRT(0,35) LLR {llr:.2f} [{low:.2f}, {high:.2f}] {verdict}"
     return text

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import click
 
-from leelaz.config import BACKEND_CHOICES, BACKEND_HELP, PRECISION_CHOICES
+from leelaz.config import PRECISION_CHOICES
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
 from leelaz.tools import ToolError
+from leelaz.tools.options import (backend_option, cpu_only_option, gpu_option, quiet_option,
+                                   weights_option)
 
 UINT64_MAX = 2**64 - 1
 
@@ -53,8 +55,7 @@ class Interrupted(ToolError):
 @click.option("--out", "out_dir", default=None, metavar="DIR",
               help="[required] Folder for the games: an SGF, a training chunk and a debug "
                    "file each (one run at a time).")
-@click.option("-w", "--weights", default=None, metavar="FILE",
-              help="Network weights [default: as the engine finds them].")
+@weights_option("Network weights [default: as the engine finds them].")
 @click.option("-v", "--visits", type=click.IntRange(0, None), default=1601, show_default=True,
               help="Visits per move (0 = no limit). On a CPU 1601 is many seconds a move: "
                    "try -v 100 for a first run.")
@@ -81,11 +82,9 @@ class Interrupted(ToolError):
               help="Most rows in one network call (0 = all the games' leaves together).")
 @click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto",
               show_default=True, help="Floating-point precision on an OpenCL device.")
-@click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
-              help="The device to use (repeatable).")
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
-              help=BACKEND_HELP)
+@cpu_only_option()
+@gpu_option()
+@backend_option()
 @click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=None,
               help="Run seed: game i's seed derives from it (a rerun replays the games).")
 @click.option("--noponder", is_flag=True, help="Accepted for autogtp's command line; "
@@ -96,8 +95,7 @@ class Interrupted(ToolError):
               show_default=True, help="End a game after more than this many moves.")
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=None,
               help="Stop after this long (games in flight are dropped).")
-@click.option("--quiet", "-q", is_flag=True,
-              help="No progress bar and no estimate of the run's time at its start.")
+@quiet_option("No progress bar and no estimate of the run's time at its start.")
 @click.option("--full-share", default="1", metavar="SHARE", show_default=True,
               help="Playout-cap randomisation (KataGo): this share of the moves gets the full "
                    "search, with noise, and is recorded; the others get --cheap-visits without "

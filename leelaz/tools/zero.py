@@ -34,10 +34,10 @@ import sys
 import click
 from click.core import ParameterSource
 
-from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.files import write_text_atomic
 from leelaz.install_hints import torch_install_hint
 from leelaz.tools import ToolError
+from leelaz.tools.options import backend_option, gpu_option, quiet_option, weights_option
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
 from leelaz.zero.loop import WINDOW_MIN, Settings, ZeroLoop, machine_defaults
@@ -417,8 +417,7 @@ def show_status(run: RunDir) -> int:
               help="A new run's seeded random start: random heads (a peaked random policy), or "
                    "uniform (both heads' last layer zero: uniform policy, value 0.5, as Leela "
                    "Zero's all-zero start) [default: random].")
-@click.option("-w", "--weights", default=None, metavar="FILE",
-              help="Start a new run from this network instead of a random one.")
+@weights_option("Start a new run from this network instead of a random one.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
               help="Seed of the random starting network and of the games.")
 @click.option("--gate", default=None, metavar="RULE",
@@ -454,11 +453,8 @@ def show_status(run: RunDir) -> int:
                    "private one) or a cluster's HOST:PORT.")
 @click.option("--cpu-only/--no-cpu-only", default=False,
               help="Self-play and matches without OpenCL [default: --no-cpu-only].")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
-              help="OpenCL device(s) for self-play and matches (repeatable).")
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
-              show_default=True,
-              help="Self-play and matches: " + BACKEND_HELP)
+@gpu_option("OpenCL device(s) for self-play and matches (repeatable).")
+@backend_option("Self-play and matches: ")
 @click.option("--full-share", type=click.FloatRange(0, 1, min_open=True), default=1.0,
               show_default=True,
               help="Self-play: playout-cap randomisation (KataGo): this share of the moves gets "
@@ -478,7 +474,7 @@ def show_status(run: RunDir) -> int:
 @click.option("--selfplay-only", is_flag=True,
               help="Play the current generation's self-play games, then stop (throughput "
                    "measurements; the next run trains on them).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@quiet_option()
 @click.option("--ladder", is_flag=True,
               help="Play the fixed ladder and exit: every promoted network against the start, "
                    "frozen snapshots and GNU Go levels 1 and 10, at --ladder-visits, no noise, "

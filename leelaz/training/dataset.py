@@ -4,9 +4,10 @@ Owns: the game pack format (what scripts/prepare_gpu_data.py writes), the replay
 list into the sequence of boards, `PositionSet` (every position of a set of games, held as one
 board row per position so that the 8 history planes are 8 row lookups), batch assembly with
 per-sample symmetry, and reading Leela Zero's text training chunks (training/tf/chunkparser.py).
-Imports: numpy, stdlib, game.coords, nn.features (the plane layout), nn.symmetry (the
-symmetry tables); lazily torch (batches), training.records/chunks/data_files
-(chunk files) and training.supervised (SGF files that are not one plain game per line).
+Imports: numpy, stdlib, game.coords, game.sgf (plain records read from the text),
+nn.features (the plane layout), nn.symmetry (the symmetry tables); lazily torch (batches),
+training.records/chunks/data_files (chunk files) and training.supervised (SGF files that
+are not one plain game per line).
 
 Why its own replay: training needs tens of millions of positions rebuilt in a minute on the
 GPU machine. `replay_boards` is a minimal board (mailbox list, flood-fill captures, simple ko)
@@ -28,7 +29,6 @@ from __future__ import annotations
 import gzip
 import io
 import lzma
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +37,7 @@ from leelaz.files import atomic_open
 from leelaz.game.coords import (ALL_VERTICES, BOARD_SIZE, DIRECTIONS, EMPTY, INVAL,
                                 NUM_INTERSECTIONS, PASS_INDEX, STRIDE)
 from leelaz.game.outcome import NO_RESULT, result_kind  # noqa: F401  (scripts read it here)
+from leelaz.game.sgf import plain_record
 from leelaz.nn.features import HISTORY, INPUT_PLANES
 from leelaz.nn.symmetry import SYMMETRY_TABLE, UNDO_POLICY
 
@@ -132,20 +133,16 @@ def replay_boards(slots) -> tuple[bytes, int]:
 # ---------------------------------------------------------------------------------------------
 # SGF text -> moves (the fast path for one-game-per-line collections like tygem-9d)
 
-_MOVE_RE = re.compile(r";\s*([BW])\[([a-s]{0,2}|tt)\]")
-_RESULT_RE = re.compile(r"RE\[([^\]]*)\]")
-
-
 def parse_sgf_line(text: str) -> tuple[list[int], str] | None:
     """(policy slots, RE value) of a plain 19x19 game record without setup stones or handicap
     (the tygem-9d form), or None when the record is something else (use the SGF module)."""
-    if "AB[" in text or "AW[" in text or ("SZ[" in text and "SZ[19]" not in text):
+    record = plain_record(text)
+    if record is None:
         return None
-    if text.count("(;") != 1:  # variations: the SGF module's main line
-        return None
+    moves, result = record
     slots = []
     expect = "B"
-    for color, point in _MOVE_RE.findall(text):
+    for color, point in moves:
         if color != expect:
             return None
         expect = "W" if expect == "B" else "B"
@@ -155,8 +152,7 @@ def parse_sgf_line(text: str) -> tuple[list[int], str] | None:
             x = ord(point[0]) - 97
             y = BOARD_SIZE - 1 - (ord(point[1]) - 97)
             slots.append(y * BOARD_SIZE + x)
-    m = _RESULT_RE.search(text)
-    return slots, (m.group(1) if m else "")
+    return slots, result
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Leela Zero's residual network in PyTorch, for training.
 
 Owns: the trainable model whose parameters map one to one onto a Leela Zero weights file
-(src/Network.cpp). Imports: torch (the trainer's extra dependency); backends.weights
-lazily, to read a file's lines (from_file).
+(src/Network.cpp). Imports: torch (the trainer's extra dependency); backends.base (the
+input layout and the layer sizes, shared with every backend); backends.weights lazily, to
+read a file's lines (from_file).
 
 Architecture, with F filters and B blocks (identical to the C++ engine's forward pass):
     input conv 3x3 18->F, BN, ReLU
@@ -21,11 +22,9 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-BN_EPSILON = 1e-5
-INPUT_PLANES = 18
-BOARD_SQUARES = 361
-POLICY_OUTPUTS = 362
-VALUE_HIDDEN = 256
+# The layout's one owner is the backend seam: the trained model reads and writes the same files.
+from leelaz.backends.base import BN_EPSILON, BOARD_SQUARES, POLICY_OUTPUTS, VALUE_HIDDEN
+from leelaz.backends.base import INPUT_CHANNELS as INPUT_PLANES
 
 
 class ConvBN(nn.Module):

@@ -155,7 +155,7 @@ class PairResult:
 def network_pair_result(folder: Path) -> tuple[int, int, int]:
     """(A's wins, losses, games without a result) of a play_match folder, A = the ladder's
     network (it has Black in even-numbered games)."""
-    from leelaz.selfplay.match import tally
+    from leelaz.selfplay.network_match import tally
 
     if not folder.is_dir():
         return 0, 0, 0

@@ -10,19 +10,19 @@ A child that dies without answering (killed, out of memory) is started again up 
 MAX_RETRIES times; the job resumes from its files, so only the games in flight are lost. A job
 that raises a Python exception is not retried (it would fail the same way): JobFailed.
 
-Imports: leelaz.zero.jobs (the jobs, JobFailed); pyopencl (only to look for a GPU); stdlib.
+Imports: leelaz.zero.jobs (the jobs, JobFailed), leelaz.selfplay.lifetime (a child that dies
+with its parent, as self-play's workers do); pyopencl (only to look for a GPU); stdlib.
 """
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
-import signal
 import time
 import traceback
 from typing import Callable
 
+from leelaz.selfplay.lifetime import die_with_parent
 from leelaz.zero.jobs import JOBS, JobFailed
 
 MAX_RETRIES = 3
@@ -30,19 +30,8 @@ MAX_RETRIES = 3
 POLL_SECONDS = 0.5
 
 
-def _die_with_parent() -> None:
-    """Linux: deliver SIGKILL to this process when its parent dies (no-op elsewhere)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _child(name: str, spec: dict, conn, parent: int) -> None:
-    _die_with_parent()
-    if os.getppid() != parent:  # the loop died while this process was starting
-        os._exit(1)
+    die_with_parent(parent)  # exits at once if the loop died while this process was starting
     try:
         result = JOBS[name](spec)
     except BaseException as exc:  # report it to the parent, which decides

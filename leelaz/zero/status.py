@@ -1,6 +1,6 @@
 """`leelaz zero DIR --status`: the generation table and a PNG plot of Elo over generations.
 
-Elo of a candidate over the best it played: -400 log10(1/p - 1) with p its score share
+Elo of a candidate over the best it played: 400 log10(p / (1 - p)) with p its score share
 (draws count half), the usual logistic model. A shut-out (p = 0 or 1) has no finite estimate,
 so it is shown as the bound computed as if one more game had been drawn (p = (W + D/2 + 1/2)
 / (N + 1)) and marked with '>' or '<'. The run's Elo curve is the sum of the promoted
@@ -11,30 +11,19 @@ Without gating there is no match and so no estimate.
 The fixed ladder's table and panels and the loop's health per generation come from
 leelaz.zero.ladder.
 
-Imports: leelaz.zero.rundir, leelaz.zero.ladder, leelaz.files; matplotlib (optional, only for the plot).
+The estimate is selfplay/sprt.py's `elo_with_draws`, the one owner of Elo arithmetic.
+
+Imports: leelaz.zero.rundir, leelaz.zero.ladder, leelaz.files, leelaz.selfplay.sprt;
+matplotlib (optional, only for the plot).
 """
 
 from __future__ import annotations
 
-import math
 import os
 
 from leelaz.files import atomic_open
+from leelaz.selfplay.sprt import elo_with_draws
 from leelaz.zero.rundir import RunDir
-
-
-def elo(wins: float, losses: float, draws: float = 0.0) -> tuple[float, str] | None:
-    """(Elo estimate, '' or '>' or '<' for a shut-out bound); None without games."""
-    games = wins + losses + draws
-    if games <= 0:
-        return None
-    score = wins + draws / 2
-    mark = ""
-    if score <= 0 or score >= games:  # as if one more game had been drawn
-        mark = ">" if score >= games else "<"
-        score, games = score + 0.5, games + 1
-    p = score / games
-    return -400.0 * math.log10(1.0 / p - 1.0), mark
 
 
 def rows(run: RunDir) -> list[dict]:
@@ -48,7 +37,7 @@ def rows(run: RunDir) -> list[dict]:
         sp, tr, gate = r.get("selfplay", {}), r.get("train", {}), r.get("gate", {})
         estimate = None
         if gate.get("done") and gate.get("gated"):
-            estimate = elo(gate["wins"], gate["losses"], gate.get("draws", 0))
+            estimate = elo_with_draws(gate["wins"], gate["losses"], gate.get("draws", 0))
         candidate_elo = best_elo + estimate[0] if estimate else None
         if r.get("promoted") and estimate:
             best_elo = candidate_elo

@@ -36,6 +36,7 @@ from leelaz.gtp.client import GtpClient, GtpFailure, GtpTimeout, parse_head
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import (CONTEXT, engine_commands, load_line, log_files,
                                        network_file, say, table)
+from leelaz.tools.options import weights_option
 
 DEFAULT_GAME = str(Path(__file__).resolve().parent / "game-9d.sgf")
 VISITS = re.compile(r"\bvisits (\d+)")
@@ -108,8 +109,8 @@ def warm_up(engine: GtpClient, seconds: float, interval_cs: int) -> None:
 
 
 @click.command("analyze", context_settings=CONTEXT)
-@click.option("-w", "--weights", default=None, metavar="FILE|BxF",
-              help="Network for the default command lines (default: the shipped one).")
+@weights_option("Network for the default command lines (default: the shipped one).",
+                metavar="FILE|BxF")
 @click.option("--game", default=DEFAULT_GAME, show_default=False,
               help="SGF file (default: a 9-dan game shipped with leelaz).")
 @click.option("--moves", default="40,120,200", show_default=True,

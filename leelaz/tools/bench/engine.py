@@ -21,6 +21,7 @@ import click
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_command,
                                        reference_binary, say, split_command, table)
+from leelaz.tools.options import weights_option
 
 STATS = re.compile(r"^(\d+) visits, (\d+) nodes, (\d+) playouts, (\d+) n/s$", re.M)
 
@@ -42,8 +43,8 @@ def run_benchmark(argv: list[str], timeout: float) -> dict:
 
 
 @click.command("engine", context_settings=CONTEXT)
-@click.option("-w", "--weights", default="6x128", show_default=True, metavar="FILE|BxF",
-              help="The network both engines load (BxF: a seeded random net).")
+@weights_option("The network both engines load (BxF: a seeded random net).",
+                default="6x128", metavar="FILE|BxF", show_default=True)
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=3200, show_default=True,
               help="Visits of each --benchmark search (both engines' -v).")
 @click.option("-t", "--threads", type=click.IntRange(1, None), default=2, show_default=True,

@@ -30,6 +30,7 @@ from leelaz.tools.bench.analyze import (DEFAULT_GAME, QUIT_SECONDS, shipped_netw
                                         start_engine, warm_up)
 from leelaz.tools.bench.common import (CONTEXT, engine_commands, load_line, log_files,
                                        network_file, say, table)
+from leelaz.tools.options import weights_option
 
 #: The statistics line both engines write to stderr at the end of a search.
 STATS = re.compile(r"(\d+) visits, (\d+) nodes, (\d+) playouts")
@@ -61,8 +62,8 @@ def genmoves(engine: GtpClient, game: str, move: int, clock: str, count: int,
 
 
 @click.command("genmove", context_settings=CONTEXT)
-@click.option("-w", "--weights", default=None, metavar="FILE|BxF",
-              help="Network for the default command lines (default: the shipped one).")
+@weights_option("Network for the default command lines (default: the shipped one).",
+                metavar="FILE|BxF")
 @click.option("--game", default=DEFAULT_GAME, show_default=False,
               help="SGF file (default: a 9-dan game shipped with leelaz).")
 @click.option("--moves", default="40,120,200", show_default=True,

@@ -25,6 +25,7 @@ import time
 import click
 
 from leelaz.tools.bench.common import CONTEXT, IntList, load_line, network_file, say, table
+from leelaz.tools.options import weights_option
 
 BENCHMARK_MOVES = (("b", "r16"), ("w", "d4"), ("b", "c3"))
 
@@ -124,8 +125,8 @@ def one_search(network, visits: int, batch: int, profiler=None, at: int | None =
 
 
 @click.command("search", context_settings=CONTEXT)
-@click.option("-w", "--weights", default=None, metavar="FILE|BxF",
-              help="A network to search with (default: an instant one, no network cost).")
+@weights_option("A network to search with (default: an instant one, no network cost).",
+                metavar="FILE|BxF")
 @click.option("--backend", type=click.Choice(["numpy", "opencl"]), default="numpy",
               show_default=True, help="Backend for -w.")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=3200, show_default=True,

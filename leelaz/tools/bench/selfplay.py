@@ -11,20 +11,19 @@ import os
 
 import click
 
-from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
 from leelaz.selfplay.bench import bench_selfplay
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import CONTEXT, IntList, load_line, network_file, \
     reference_binary, say
+from leelaz.tools.options import backend_option, cpu_only_option, gpu_option, weights_option
 
 SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
                        "leelaz-6x128.txt.gz")
 
 
 @click.command("selfplay", context_settings=CONTEXT)
-@click.option("-w", "--weights", default=None, metavar="FILE|BxF",
-              help="Network for both engines (a BxF gives a tame random one) [default: the "
-                   "shipped network].")
+@weights_option("Network for both engines (a BxF gives a tame random one) [default: the "
+                "shipped network].", metavar="FILE|BxF")
 @click.option("--seconds", type=click.FloatRange(1, None), default=70.0, show_default=True,
               help="Per configuration (start-up included, as autogtp's ms/move).")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=1601, show_default=True,
@@ -40,14 +39,11 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
 @click.option("--reference-k", type=IntList(), default="1,2,4", show_default=True,
               help="Reference processes to try (its best is compared).")
 @click.option("--reference-extra", default="", help="More flags for the reference.")
-@click.option("--cpu-only", is_flag=True, help="Both engines on the CPU.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
-              help="Ours: the device id(s), as the engine's --gpu (repeat).")
+@cpu_only_option("Both engines on the CPU.")
+@gpu_option("Ours: the device id(s), as the engine's --gpu (repeat).")
 @click.option("--precision", type=click.Choice(["auto", "single", "half"]), default="auto",
               show_default=True, help="Ours: the engine's --precision.")
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
-              show_default=True,
-              help="Ours (and the backend alone): " + BACKEND_HELP)
+@backend_option("Ours (and the backend alone): ")
 @click.option("--instant", is_flag=True,
               help="Also each configuration with a network that costs nothing (the host's "
                    "ceiling per process).")

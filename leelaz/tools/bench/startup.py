@@ -26,6 +26,7 @@ import click
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import (CONTEXT, load_line, network_file, ours_command,
                                        reference_binary, say, split_command, table)
+from leelaz.tools.options import weights_option
 
 SHIPPED = Path(__file__).resolve().parents[3] / "weights" / "leelaz-6x128.txt.gz"
 REFERENCE_NAME = "LZ 0.17 --cpu-only"
@@ -54,8 +55,8 @@ def seconds_to_answer(argv: list[str], env: dict, timeout: float = 300) -> float
 
 
 @click.command("startup", context_settings=CONTEXT)
-@click.option("-w", "--weights", default=str(SHIPPED), show_default=True, metavar="FILE|BxF",
-              help="The network both engines load (BxF: a seeded random net).")
+@weights_option("The network both engines load (BxF: a seeded random net).",
+                default=str(SHIPPED), metavar="FILE|BxF", show_default=True)
 @click.option("--runs", type=click.IntRange(1, None), default=7, show_default=True,
               help="Starts of each kind, alternating; the medians count.")
 @click.option("--ours", default=None, metavar="CMD",

@@ -46,13 +46,13 @@ from dataclasses import asdict, dataclass
 
 from leelaz import files
 from leelaz.game.coords import BLACK, WHITE
+from leelaz.game.sgf import text_winner
 from leelaz.selfplay import sprt as sprt_rule
 from leelaz.selfplay.game import GameInPlay, Player
 from leelaz.selfplay.runner import EngineSide, GameRunner, SelfplayError, warn
 from leelaz.selfplay.settings import MATCH_DEFAULTS, SelfplaySettings
 from leelaz.selfplay.store import GameStore, StoreError
 
-_RE = re.compile(r"RE\[([BW])\+")
 _INDEX = re.compile(r"^(\d{6,})-")
 
 
@@ -277,10 +277,10 @@ class _FolderTally:
     def _parse(self, name: str) -> tuple[int, bool | None]:
         index = int(_INDEX.match(name).group(1))
         with open(os.path.join(self.folder, name), encoding="utf-8") as f:
-            found = _RE.search(f.read())
-        if found is None:
+            winner = text_winner(f.read())
+        if winner is None:
             return index, None
-        return index, (found.group(1) == "B") == a_is_black(index)
+        return index, (winner == "B") == a_is_black(index)
 
 
 def _publish(folder: _FolderTally, weights_a, weights_b, sprt: bool, seconds: float = 0.0,
