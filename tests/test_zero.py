@@ -224,6 +224,32 @@ def test_status_table_and_elo(tmp_path):
     assert [r["rate"] for r in table[1:]] == [2.0, 6.0]
 
 
+def test_status_plot_without_gating_shows_the_held_out_games(tmp_path, monkeypatch):
+    """With no gating match there is no Elo to step; the first panel plots the trainer's
+    held-out figures (--val-sgf) per generation instead of a flat line."""
+    requires("matplotlib")
+    from leelaz.zero import status
+    from leelaz.zero.rundir import RunDir
+
+    run = tmp_path / "run"
+    _fabricate(run)
+    top1 = {1: 0.012, 2: 0.034}
+    for gen in (1, 2):
+        path = run / "generations" / f"{gen:04d}.json"
+        record = json.loads(path.read_text())
+        record["gate"] = {"gated": False, "done": True, "rule": "none"}
+        record["promoted"] = True
+        record["train"]["metrics"] = {"ext_top1": top1[gen], "ext_policy_ce": 6.0 - gen,
+                                      "ext_value_mse": 1.0}
+        path.write_text(json.dumps(record))
+    saved = {}
+    monkeypatch.setattr(status, "_save", lambda fig, path, plt: saved.setdefault("fig", fig))
+    status.plot(RunDir(run))
+    first = saved["fig"].axes[0]
+    assert list(first.lines[0].get_ydata()) == [100 * top1[1], 100 * top1[2]]
+    assert list(saved["fig"].axes[-1].lines[0].get_ydata()) == [5.0, 4.0]  # the CE twin
+
+
 # ---- whole generations ---------------------------------------------------------------------
 
 def test_local_generation_gated_killed_mid_match_and_status(tmp_path):

@@ -99,9 +99,12 @@ def plot(run: RunDir, path: str | os.PathLike | None = None) -> str:
     if any(r["elo"] is not None for r in ladder_rows(run)):
         fig, (ax, *ladder_axes) = plt.subplots(1, 3, figsize=(18, 4.5), dpi=100)
         plot_ladder(run, ladder_axes)
-        fig.subplots_adjust(left=0.05, right=0.98, wspace=0.25)
+        fig.subplots_adjust(left=0.05, right=0.98, wspace=0.35)
     else:
         fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    if not any(r["elo"] is not None for r in data[1:]):  # nothing gated: nothing to step
+        _plot_held_out(run, ax)
+        return _save(fig, path, plt)
     ax.step([r["gen"] for r in data], [r["best_elo"] for r in data], where="post",
             label="best network", color="tab:blue")
     for promoted, colour, label in ((True, "tab:green", "candidate promoted"),
@@ -116,6 +119,38 @@ def plot(run: RunDir, path: str | os.PathLike | None = None) -> str:
     ax.set_title(f"leelaz zero {run.root.name} ({run.info().size})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best")
+    return _save(fig, path, plt)
+
+
+def _plot_held_out(run: RunDir, ax) -> None:
+    """A run without gating has no match Elo: its first panel shows what the trainer measured
+    on the fixed external games instead (policy top-1 and cross-entropy per generation)."""
+    from matplotlib.ticker import MaxNLocator
+
+    from leelaz.zero.ladder import held_out_metrics
+
+    points = [(r["gen"], held_out_metrics(r)) for r in run.generations()]
+    points = [(gen, m) for gen, m in points if "top1" in m]
+    ax.set_title(f"leelaz zero {run.root.name} ({run.info().size}): held-out games")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("generation")
+    ax.grid(alpha=0.3)
+    if not points:
+        ax.text(0.5, 0.5, "no gating matches and no held-out games (--val-sgf)",
+                ha="center", va="center", transform=ax.transAxes)
+        return
+    ax.plot([g for g, _ in points], [100 * m["top1"] for _, m in points], "o-",
+            color="tab:blue", label="policy top-1 (%)")
+    ax.set_ylabel("policy top-1 on the held-out games (%)")
+    if all("ce" in m for _, m in points):
+        twin = ax.twinx()
+        twin.plot([g for g, _ in points], [m["ce"] for _, m in points], "s--",
+                  color="tab:gray", label="policy cross-entropy")
+        twin.set_ylabel("policy cross-entropy")
+    ax.legend(loc="upper left")
+
+
+def _save(fig, path: str, plt) -> str:
     try:
         with atomic_open(path, "wb") as f:  # whole or not at all, with the user's umask
             fig.savefig(f, format="png")
