@@ -258,6 +258,28 @@ def test_ladder_killed_resumes_without_losing_or_repeating_games(tiny_run, tmp_p
     assert {p.relative_to(run) for p in (run / "ladder").rglob("*.sgf")} == set(after)
 
 
+def test_pairs_played_at_once_are_the_games_of_one_process(tiny_run, tmp_path, gnugo):
+    """--ladder-jobs plays the pairs of networks in several processes; each pair's games are
+    a function of its seed alone, so they are move for move those of one process."""
+    moves = {}
+    for jobs in ("1", "3"):
+        run = tmp_path / f"run{jobs}"
+        shutil.copytree(tiny_run, run)
+        args = [a if a != "2" or LADDER[i - 1] != "--ladder-jobs" else jobs
+                for i, a in enumerate(LADDER)]
+        assert args[args.index("--ladder-jobs") + 1] == jobs
+        done = zero(run, *args, "--ladder-games", "2", "--gnugo-levels", "1",
+                    "--gnugo", gnugo, timeout=600)
+        assert done.returncode == 0, done.stderr
+        moves[jobs] = {p.parent.name + "/" + p.name.split("-")[0]:
+                       re.findall(r";[BW]\[[a-s]{0,2}\]", p.read_text())
+                       for p in (run / "ladder").rglob("[0-9]*.sgf") if "gnugo" not in str(p)}
+    nets = _nets(tiny_run)
+    assert len(nets) == 3 and len(moves["1"]) == 2 * 2  # networks 1 and 2 against the start
+    assert all(len(game) > 4 for game in moves["1"].values())
+    assert moves["1"] == moves["3"]
+
+
 def test_gnugo_rungs_are_played_by_gnugo_and_anchor_level_10(tiny_run, tmp_path, gnugo):
     """Both levels, anchored at level 10; the moves of every game against GNU Go replayed in
     GNU Go itself are legal, and its moves are GNU Go's (the SGF names it)."""

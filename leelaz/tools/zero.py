@@ -490,7 +490,8 @@ def show_status(run: RunDir) -> int:
 @click.option("--ladder-every", type=click.IntRange(1, None), default=4, show_default=True,
               help="Ladder: freeze every K-th promoted network as a reference.")
 @click.option("--ladder-jobs", type=click.IntRange(1, None), default=4, show_default=True,
-              help="Ladder: games against GNU Go at once (a leelaz GTP engine each).")
+              help="Ladder: pairs of networks played at once (a process each), and games "
+                   "against GNU Go at once (a leelaz GTP engine each).")
 @click.option("--gnugo", default=None, metavar="COMMAND",
               help="Ladder: GNU Go's command [default: gnugo on PATH or in /usr/games; "
                    "absent, its rungs are skipped].")

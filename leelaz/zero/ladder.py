@@ -19,8 +19,10 @@ every later move is the search's best.
 
 A network plays the start, every snapshot promoted before it and the GNU Go levels. Games
 between two networks are played by `leelaz.selfplay.play_match` (the gating match's batched
-runner, its settings but no SPRT), games against GNU Go by `leelaz.tools.match_games`
-(GTP; our side is `leelaz -g --noponder -v V -r 5`), several tables at once.
+runner, its settings but no SPRT), `--ladder-jobs` pairs at once in worker processes (one
+process's games are bound by its Python thread, not by the device); games against GNU Go by
+`leelaz.tools.match_games` (GTP; our side is `leelaz -g --noponder -v V -r 5`), that many
+tables at once.
 
 Files, all under DIR/ladder/ (each written whole or not at all, by rename):
     v800-m10/<net12>-<ref12>/   a pair of networks (at 800 visits, 10 random moves): play_match's folder (match.json, one SGF
@@ -319,42 +321,90 @@ def _pair_seed(seed: int, net: Network, opponent) -> int:
 
 def play_ladder(run: RunDir, s: LadderSettings) -> dict[str, Rating]:
     """Play every pair's missing games (networks in promotion order), refitting after each
-    pair; returns the last fit."""
+    pair; returns the last fit. Pairs of networks come first, `s.jobs` of them at once (a
+    process each: one process's batched games are bound by its one Python thread, not by
+    the device), then the pairs with GNU Go, each with `s.jobs` tables."""
     nets = promoted_networks(run)
     levels = s.levels if s.gnugo else ()
     ratings = write_fit(run, s)
+    pending = []
     for net in nets:
         for opp in opponents(net, nets, s.every, levels):
             folder = pair_dir(run.root, s.visits, s.random_moves, net, opp)
-            name = opp if isinstance(opp, str) else f"network #{opp.index} ({opp.sha[:12]})"
             if isinstance(opp, str):
                 played = len(gnugo_games(folder))
             else:
                 played = sum(network_pair_result(folder))
-            if played >= s.games:
-                continue
-            s.say(f"ladder: network #{net.index} ({net.sha[:12]}, generation {net.gen}) vs "
-                  f"{name}: games {played + 1}-{s.games} at {s.visits} visits")
-            if isinstance(opp, str):
-                _play_gnugo(run, s, net, int(opp.split("-l")[1]), folder)
-            else:
-                _play_networks(run, s, net, opp, folder)
+            if played < s.games:
+                pending.append((net, opp, folder, played))
+    networks = [p for p in pending if not isinstance(p[1], str)]
+    for net, opp, folder, played in networks:
+        _announce(s, net, opp, played)
+    for _ in _play_network_pairs(run, s, [(net, opp, folder) for net, opp, folder, _ in
+                                          networks]):
+        ratings = write_fit(run, s)
+    for net, opp, folder, played in pending:
+        if isinstance(opp, str):
+            _announce(s, net, opp, played)
+            _play_gnugo(run, s, net, int(opp.split("-l")[1]), folder)
             ratings = write_fit(run, s)
     return ratings
 
 
-def _play_networks(run: RunDir, s: LadderSettings, net: Network, ref: Network,
-                   folder: Path) -> None:
-    from leelaz.selfplay import SelfplayError, play_match
+def _announce(s: LadderSettings, net: Network, opp, played: int) -> None:
+    name = opp if isinstance(opp, str) else f"network #{opp.index} ({opp.sha[:12]})"
+    s.say(f"ladder: network #{net.index} ({net.sha[:12]}, generation {net.gen}) vs "
+          f"{name}: games {played + 1}-{s.games} at {s.visits} visits")
 
+
+def _play_network_pairs(run: RunDir, s: LadderSettings, pairs: list):
+    """Play the pairs of networks, yielding after each one that finished: in this process
+    with one job, else in `s.jobs` worker processes (spawned, so that each gets its own
+    device context; each dies with this one, so a killed ladder leaves no writer behind; a
+    resumed one replays only the games that have no SGF)."""
+    jobs = [_pair_job(run, s, net, ref, folder) for net, ref, folder in pairs]
+    if s.jobs <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            _play_pair(job)
+            yield
+        return
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from leelaz.selfplay.lifetime import die_with_parent
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(s.jobs, len(jobs)), mp_context=context,
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        waiting = {pool.submit(_play_pair, job) for job in jobs}
+        try:
+            while waiting:
+                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()  # a pair's error stops the ladder, as in one process
+                    yield
+        finally:
+            for future in waiting:
+                future.cancel()
+
+
+def _pair_job(run: RunDir, s: LadderSettings, net: Network, ref: Network,
+              folder: Path) -> dict:
+    """What one pair's play_match needs, as plain values (sent to a worker process)."""
     options = {"network_backend": s.network_backend, "randomcnt": s.random_moves}
     if s.max_moves:
         options["max_moves"] = s.max_moves
+    return dict(weights_a=str(run.network_path(net.sha)), weights_b=str(run.network_path(ref.sha)),
+                out=str(folder), max_games=s.games, sprt=False, visits=s.visits,
+                parallel=s.parallel, seed=_pair_seed(s.seed, net, ref) % 2**63,
+                cpu_only=s.cpu_only, gpus=tuple(s.gpus), progress=False, **options)
+
+
+def _play_pair(job: dict) -> None:
+    from leelaz.selfplay import SelfplayError, play_match
+
+    job = dict(job)
     try:
-        play_match(str(run.network_path(net.sha)), str(run.network_path(ref.sha)),
-                   str(folder), max_games=s.games, sprt=False, visits=s.visits,
-                   parallel=s.parallel, seed=_pair_seed(s.seed, net, ref) % 2**63,
-                   cpu_only=s.cpu_only, gpus=tuple(s.gpus), progress=False, **options)
+        play_match(job.pop("weights_a"), job.pop("weights_b"), job.pop("out"), **job)
     except SelfplayError as exc:
         raise RunError(f"ladder: {exc}") from None
 
