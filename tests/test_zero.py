@@ -224,6 +224,20 @@ def test_status_table_and_elo(tmp_path):
     assert [r["rate"] for r in table[1:]] == [2.0, 6.0]
 
 
+def test_window_min_is_kept_with_the_run(tmp_path):
+    """--window-min is one of the run's settings (settings.json), a bad one is refused, and
+    the window grows from it as KataGo's does (the formula recomputed here)."""
+    run = tmp_path / "run"
+    made = zero(run, *TINY, "--window-min", "777", "--generations", "0")
+    assert made.returncode == 0, made.stderr
+    assert json.loads((run / "settings.json").read_text())["window_min"] == 777
+    bad = zero(run, "--window-min", "0", "--generations", "0")
+    assert bad.returncode != 0 and "--window-min" in bad.stderr
+    from leelaz.zero import loop as zero_loop
+    assert zero_loop.window_size(5_000, 777) == int(
+        777 * (1 + 0.4 * ((5_000 / 777) ** 0.65 - 1) / 0.65))
+
+
 def test_status_plot_without_gating_shows_the_held_out_games(tmp_path, monkeypatch):
     """With no gating match there is no Elo to step; the first panel plots the trainer's
     held-out figures (--val-sgf) per generation instead of a flat line."""
