@@ -25,8 +25,8 @@
 # warm. Each call packs what a resumed run needs (records, settings, the networks in use, the
 # trainer's state, the newest generation's games) as $OUT/z6x64.tar.gz.part-* (15 MB parts:
 # $OUT brings back 16 MB a file). Put those parts into the checkout's .zero-state/ and carry
-# .zero-state: a cold machine restores DIR from them (the window then holds only the newest
-# generation's games and what follows).
+# .zero-state: a cold machine restores DIR from them (the window then holds only the two newest
+# generations' games and what follows; more would not fit the 64 MB a call carries).
 # Carry .whl/ (cp312 wheels of pyopencl, pytools, platformdirs, siphash24, click, tqdm,
 # typing_extensions: the GPU image has torch and numpy).
 # Env: BUDGET (480 s), DIR (/tmp/z6x64), SIZE (6x64), WORKERS (8), PARALLEL (96), VISITS (100),
@@ -81,8 +81,8 @@ records = sorted(glob.glob(f"{d}/generations/*.json"))
 for path in records:
     shas.add(json.load(open(path)).get("train", {}).get("candidate", ""))
 keep += [f"networks/{s}.gz" for s in sorted(shas) if s]
-if records:
-    keep.append(json.load(open(records[-1])).get("selfplay", {}).get("dir", "-"))
+for path in records[-2:]:  # the two newest generations' games: a cold restore's window
+    keep.append(json.load(open(path)).get("selfplay", {}).get("dir", "-"))
 print("\n".join(f"{d}/{k}" for k in keep if os.path.exists(f"{d}/{k}")))
 PY
 tar -czf - -T /tmp/keep.txt | split -b 15M - "$OUT/$NAME.tar.gz.part-")
