@@ -652,6 +652,24 @@ def test_selfplay_additions_reach_every_game_of_a_generation(tmp_path):
     assert not (tmp_path / "other").exists()
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--full-share", "0"], "--full-share must be above 0 and at most 1, not '0'"),
+    (["--full-share", "x"], "--full-share must be a number, not 'x'"),
+    (["--cheap-visits", "-1"], "--cheap-visits must be at least 0, not '-1'"),
+    (["--forced-playouts", "inf"], "--forced-playouts must be a number, not 'inf'"),
+    (["--window-min", "1.5"], "--window-min must be a whole number, not '1.5'"),
+    (["--ladder", "--ladder-games", "0"], "--ladder-games must be at least 1, not '0'"),
+    (["--ladder", "--ladder-visits", "many"], "--ladder-visits must be a whole number, not 'many'"),
+])
+def test_bad_values_of_the_loops_numeric_options_are_one_line(tmp_path, args, words):
+    """Exit status 1, one `ERROR:` line naming the option and the value, DIR untouched (click's
+    own ranges said two lines and exit 2)."""
+    bad = zero(tmp_path / "run", *args, "--generations", "0")
+    assert bad.returncode == 1, bad.stderr
+    assert bad.stderr.strip().splitlines() == [f"ERROR: {words}"], bad.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_slow_self_play_on_the_cpu_is_said_before_it_starts(tmp_path):
     """More than a hundred visits on the CPU, with no earlier generation's pace to go by: the
     run says before its first game that a generation can take hours, with a quicker setting;

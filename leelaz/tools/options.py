@@ -2,7 +2,9 @@
 
 Owns: `weights_option`, `cpu_only_option`, `gpu_option`, `backend_option` and `quiet_option`,
 each a click decorator with the option's one spelling, type and choices; a verb passes only
-what it says differently (the help text, the default). Imports: click, leelaz.config (the
+what it says differently (the help text, the default). `number`, a callback that reads a
+numeric option as one `ERROR:` line and exit status 1 when it is bad (click's own ranges say
+two lines and exit 2, a usage error, which the verbs keep for their older options). Imports: click, leelaz.config (the
 backend choices and their help).
 
 Why here: the same options were pasted over the verbs; one definition keeps their spelling,
@@ -15,6 +17,7 @@ from __future__ import annotations
 import click
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP
+from leelaz.tools import ToolError
 
 
 def weights_option(help: str, default: str | None = None, metavar: str = "FILE",
@@ -44,3 +47,31 @@ def backend_option(help_prefix: str = ""):
 def quiet_option(help: str = "No progress bars."):
     """`-q/--quiet`: no progress bar."""
     return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
+def number(kind: type = float, *, least=None, above=None, most=None):
+    """A click callback for an option of `kind` (int or float) within the bounds given: its
+    value, or a ToolError naming the option, the bound and the value."""
+    import math
+
+    def check(ctx, param, value):
+        if value is None:
+            return None
+        name = max(param.opts, key=len)
+        whole = kind is int
+        try:
+            number_ = kind(value)
+            if not whole and not math.isfinite(number_):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ToolError(f"{name} must be {'a whole number' if whole else 'a number'}, "
+                            f"not {value!r}") from None
+        bounds = [f"at least {least}" if least is not None else "",
+                  f"above {above}" if above is not None else "",
+                  f"at most {most}" if most is not None else ""]
+        if ((least is not None and number_ < least) or (above is not None and number_ <= above)
+                or (most is not None and number_ > most)):
+            raise ToolError(f"{name} must be {' and '.join(b for b in bounds if b)}, "
+                            f"not {value!r}")
+        return number_
+    return check

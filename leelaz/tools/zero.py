@@ -37,7 +37,8 @@ from click.core import ParameterSource
 from leelaz.files import write_text_atomic
 from leelaz.install_hints import torch_install_hint
 from leelaz.tools import ToolError
-from leelaz.tools.options import backend_option, gpu_option, quiet_option, weights_option
+from leelaz.tools.options import (backend_option, gpu_option, number, quiet_option,
+                                  weights_option)
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
 from leelaz.zero.loop import WINDOW_MIN, Settings, ZeroLoop, machine_defaults
@@ -391,7 +392,7 @@ def show_status(run: RunDir) -> int:
 @click.option("--window", type=click.IntRange(1, None), default=None,
               help="Train on the chunks of the newest N games [default: a window counted in "
                    "positions that grows with the run].")
-@click.option("--window-min", type=click.IntRange(1, None), default=WINDOW_MIN,
+@click.option("--window-min", type=str, callback=number(int, least=1), default=WINDOW_MIN,
               show_default=True, metavar="POSITIONS",
               help="Without --window: the window holds every position up to this many, then "
                    "grows with the run (KataGo's c). A small run lowers it so that its first, "
@@ -455,15 +456,15 @@ def show_status(run: RunDir) -> int:
               help="Self-play and matches without OpenCL [default: --no-cpu-only].")
 @gpu_option("OpenCL device(s) for self-play and matches (repeatable).")
 @backend_option("Self-play and matches: ")
-@click.option("--full-share", type=click.FloatRange(0, 1, min_open=True), default=1.0,
+@click.option("--full-share", type=str, metavar="SHARE", callback=number(float, above=0, most=1), default=1.0,
               show_default=True,
               help="Self-play: playout-cap randomisation (KataGo): this share of the moves gets "
                    "the full -v search with noise and is recorded; the others get "
                    "--cheap-visits without noise and are not recorded (e.g. 0.25). 1 = every "
                    "move, as Leela Zero.")
-@click.option("--cheap-visits", type=click.IntRange(0, None), default=0, show_default=True,
+@click.option("--cheap-visits", type=str, metavar="N", callback=number(int, least=0), default=0, show_default=True,
               help="Self-play: visits of a cheap search under --full-share (0 = -v / 8).")
-@click.option("--forced-playouts", "forced_k", type=click.FloatRange(0, None), default=0.0,
+@click.option("--forced-playouts", "forced_k", type=str, metavar="K", callback=number(float, least=0), default=0.0,
               show_default=True,
               help="Self-play: forced playouts at the root of full searches, pruned from the "
                    "recorded target again (KataGo, K = 2). 0 = off.")
@@ -479,17 +480,17 @@ def show_status(run: RunDir) -> int:
               help="Play the fixed ladder and exit: every promoted network against the start, "
                    "frozen snapshots and GNU Go levels 1 and 10, at --ladder-visits, no noise, "
                    "colours alternating; one Elo scale (GNU Go level 10 = 0) in --status.")
-@click.option("--ladder-visits", type=click.IntRange(1, None), default=800, show_default=True,
+@click.option("--ladder-visits", type=str, metavar="N", callback=number(int, least=1), default=800, show_default=True,
               help="Ladder: visits per move of the networks.")
-@click.option("--ladder-random-moves", type=click.IntRange(0, None), default=10,
+@click.option("--ladder-random-moves", type=str, metavar="M", callback=number(int, least=0), default=10,
               show_default=True,
               help="Ladder: the networks' first M moves drawn in proportion to visits (-m), "
                    "so that a pair's games differ.")
-@click.option("--ladder-games", type=click.IntRange(1, None), default=40, show_default=True,
+@click.option("--ladder-games", type=str, metavar="N", callback=number(int, least=1), default=40, show_default=True,
               help="Ladder: games per pair (network, reference).")
-@click.option("--ladder-every", type=click.IntRange(1, None), default=4, show_default=True,
+@click.option("--ladder-every", type=str, metavar="K", callback=number(int, least=1), default=4, show_default=True,
               help="Ladder: freeze every K-th promoted network as a reference.")
-@click.option("--ladder-jobs", type=click.IntRange(1, None), default=4, show_default=True,
+@click.option("--ladder-jobs", type=str, metavar="N", callback=number(int, least=1), default=4, show_default=True,
               help="Ladder: pairs of networks played at once (a process each), and games "
                    "against GNU Go at once (a leelaz GTP engine each).")
 @click.option("--gnugo", default=None, metavar="COMMAND",
