@@ -362,3 +362,68 @@ def test_bench_startup_runs(lz_binary, random_weights):
     assert ratio == pytest.approx(float(medians["leelaz later start"])
                                   / float(medians["LZ 0.17 --cpu-only"]), rel=0.1)  # 3 decimals
     assert re.search(r"^leelaz first start\s+[\d.]+\s+[\d.]+$", done.stdout, re.M)
+
+
+def test_quality_reads_the_top_move_and_scores_agreement():
+    from leelaz.tools.bench.quality import agreement, top_line, wilson
+
+    line = ("info move Q16 visits 40 winrate 4812 prior 1200 lcb 4700 order 1 pv Q16 D4 "
+            "info move d4 visits 52 winrate 5023 prior 1500 lcb 4900 order 0 pv D4 Q16 "
+            "info move pass visits 1 winrate 100 prior 10 lcb 0 order 2 pv pass")
+    assert top_line(line) == ("D4", 0.5023, 52)
+    assert top_line("info move C3 visits 7 winrate 9000 prior 1 pv C3") == ("C3", 0.9, 7)
+    assert top_line("") is None
+    low, high = wilson(5, 10)  # the textbook value: 0.237-0.763
+    assert (round(low, 3), round(high, 3)) == (0.237, 0.763)
+    truth = [("D4", 0.50, 900), ("Q16", 0.40, 800), None, ("C3", 0.70, 700)]
+    answers = [("D4", 0.47, 100), ("R4", 0.45, 120), ("D4", 0.5, 90), ("C3", 0.70, 110)]
+    got = agreement(truth, answers)
+    assert (got["agree"], got["positions"]) == (2, 4)
+    assert got["winrate_error"] == pytest.approx((0.03 + 0.05 + 0.0) / 3)
+    assert got["visits"] == pytest.approx((100 + 120 + 110) / 3)
+
+
+_FAKE_ANALYST = r"""
+import sys
+move, answer = 0, sys.argv[1]
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "quit":
+        print("= \n", flush=True)
+        break
+    if words[0] == "loadsgf":
+        move = int(words[2])
+    if words[0] == "lz-analyze":  # one line, then the blank line of a finished analysis
+        top = answer if answer != "echo" else "ABCDEFGHJ"[move % 9] + str(1 + move % 19)
+        print("=", flush=True)
+        print(f"info move {top} visits {move} winrate {100 * (move % 100)} prior 1 lcb 1 "
+              f"order 0 pv {top} info move T19 visits 1 winrate 0 prior 1 lcb 0 order 1 pv T19",
+              flush=True)
+        print("", flush=True)
+        continue
+    print("= \n", flush=True)
+"""
+
+
+def test_bench_analyze_quality_scores_answers_against_the_long_search(tmp_path):
+    """Fake engines whose answer is a function of the position: the same one as the long
+    search agrees everywhere with no winrate difference; one that always answers A1 never
+    agrees; the visits shown are the fake's (the move number) plus the second move's one."""
+    script = tmp_path / "analyst.py"
+    script.write_text(_FAKE_ANALYST)
+    echo, contrary = (f"{sys.executable} {script} {answer}" for answer in ("echo", "A1"))
+    games = REPO / "tests" / "fixtures" / "tygem-9d" / "tygem-9d-2011-12.sgf.gz"
+    done = leelaz("bench", "analyze", "--quality", "--positions", "4", "--seconds", "0.3",
+                  "--long-seconds", "0.3", "--game", str(games), "--ours", echo, "--ours",
+                  contrary, "--reference", "none", "--long-search", echo, "-w", "1x8")
+    assert done.returncode == 0, done.stderr
+    moves = [int(m) for m in re.findall(r"^  position \d+/4 \(move (\d+)\)", done.stdout, re.M)]
+    assert len(moves) == 4 and all(20 < m <= 251 for m in moves)
+    rows = {name: row for name, *row in re.findall(
+        r"^(leelaz #\d)\s+(\d+)/(\d+)\s+\S+\s+\S+\s+(\S+)\s+(\d+)", done.stdout, re.M)}
+    assert rows["leelaz #1"][:3] == ["4", "4", "0.0"]
+    assert rows["leelaz #2"][:2] == ["0", "4"]
+    shown = sum(moves) / 4 + 1  # the top move's visits are the move number, plus T19's one
+    assert int(rows["leelaz #1"][3]) == round(shown)

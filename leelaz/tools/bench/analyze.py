@@ -1,5 +1,6 @@
 """`leelaz bench analyze`: visits per second of `lz-analyze` on real positions, as a Lizzie or
-Sabaki user sees them, for our engine and the C++ Leela Zero 0.17 in the same run.
+Sabaki user sees them, for our engine and the C++ Leela Zero 0.17 in the same run; with
+--quality, what those seconds' answers are worth (tools/bench/quality.py).
 
 Owns: that measurement. Imports: gtp.client, tools.bench.common, cli (the shipped network).
 
@@ -54,9 +55,9 @@ def shipped_network() -> str | None:
 
 
 def analyze_once(engine: GtpClient, game: str, move: int, seconds: float,
-                 interval_cs: int) -> dict:
+                 interval_cs: int, keep_line: bool = False) -> dict:
     """loadsgf at `move` (none without a game), lz-analyze for `seconds`; visits and
-    visits/s of the last info line."""
+    visits/s of the last info line (and the line itself with `keep_line`)."""
     if game is not None:
         engine.ask(f"loadsgf {game} {move}", timeout=60)
     began = time.monotonic()
@@ -66,28 +67,31 @@ def analyze_once(engine: GtpClient, game: str, move: int, seconds: float,
         head = parse_head(engine.next_line(timeout=60))
     if not head[0]:
         raise GtpFailure(f"{engine.name}: lz-analyze answered ? {head[2]}")
-    last_visits, last_at = 0, began
-    while time.monotonic() - began < seconds:
-        line = _next_info(engine, began + seconds)
-        if line is not None:
+    last_visits, last_at, last_line = 0, began, ""
+    ended = False  # a visit or playout limit ends the output with its blank line (LZ does)
+    while time.monotonic() - began < seconds and not ended:
+        line = _next_line(engine, began + seconds)
+        if line is not None and line.startswith("info "):
             last_visits, last_at = sum(int(v) for v in VISITS.findall(line)), time.monotonic()
+            last_line = line
+        ended = line is not None and line.strip() == ""
     engine.send("protocol_version")  # any command stops the analysis
-    while True:
-        line = engine.next_line(timeout=60)
-        if line.strip() == "":
-            break
+    while not ended:
+        ended = engine.next_line(timeout=60).strip() == ""
     engine.read_reply(timeout=60)
     elapsed = max(last_at - began, 1e-9)
-    return {"visits": last_visits, "seconds": elapsed, "rate": last_visits / elapsed}
+    got = {"visits": last_visits, "seconds": elapsed, "rate": last_visits / elapsed}
+    if keep_line:
+        got["line"] = last_line
+    return got
 
 
-def _next_info(engine: GtpClient, until: float) -> str | None:
-    """The next info line before `until`, or None when the time is up first."""
+def _next_line(engine: GtpClient, until: float) -> str | None:
+    """The next line before `until`, or None when the time is up first."""
     try:
-        line = engine.next_line(timeout=max(0.0, until - time.monotonic()))
+        return engine.next_line(timeout=max(0.0, until - time.monotonic()))
     except GtpTimeout:
         return None
-    return line if line.startswith("info ") else None
 
 
 def start_engine(name: str, argv: list[str], stderr: str | None = None) -> GtpClient:
@@ -134,11 +138,27 @@ def warm_up(engine: GtpClient, seconds: float, interval_cs: int) -> None:
               help="The reference's whole command line (default: the installed Leela Zero "
                    "0.17 --gtp --noponder --cpu-only -w NET; 'none': ours only); "
                    "repeatable: the ratio is then to the best reference.")
+@click.option("--quality", is_flag=True,
+              help="Measure answers, not speed: at --positions positions of --game (a game or "
+                   "a collection), each engine's top move and winrate after --seconds against "
+                   "a --long-seconds search by --long-search.")
+@click.option("--positions", type=click.IntRange(1, None), default=40, show_default=True,
+              help="--quality: positions drawn from --game's main lines (moves 20-250).")
+@click.option("--seed", type=click.IntRange(0, None), default=1, show_default=True,
+              help="--quality: the draw of the positions.")
+@click.option("--long-seconds", type=click.FloatRange(0, None, min_open=True), default=None,
+              help="--quality: the long search's time per position [default: 8 x --seconds].")
+@click.option("--long-search", default=None, metavar="CMD",
+              help="--quality: the long search's whole command line [default: the installed "
+                   "Leela Zero 0.17 --gtp --noponder --cpu-only -w NET].")
 def command(weights, game, moves, seconds, interval, rounds, warmup, ours, log_dir,
-            reference) -> None:
+            reference, quality, positions, seed, long_seconds, long_search) -> None:
     """lz-analyze visits/s on real positions: ours and Leela Zero 0.17, alternating."""
     if not os.path.isfile(game):
         raise ToolError(f"{game}: no such SGF file")
+    if quality:
+        return _quality(weights, game, seconds, interval, ours, log_dir, reference, positions,
+                        seed, long_seconds, long_search)
     try:
         positions = [int(m) for m in moves.split(",") if m.strip()]
     except ValueError:
@@ -175,6 +195,25 @@ def command(weights, game, moves, seconds, interval, rounds, warmup, ours, log_d
     for name, path in logs.items():
         for line in _server_lines(path):
             say(f"{name}: {line}")
+
+
+def _quality(weights, game, seconds, interval, ours, log_dir, reference, positions, seed,
+             long_seconds, long_search) -> None:
+    """--quality: tools/bench/quality.py, with this mode's engines and network."""
+    from leelaz.tools.bench.common import split_command
+    from leelaz.tools.bench.quality import default_long_search, run_quality
+
+    net = network_file(weights) if weights else shipped_network()
+    if net is None and not (ours and reference and long_search):
+        raise ToolError("no network: give -w FILE")
+    flags = ["--gtp", "--noponder", "--cpu-only", "-w", str(net)]
+    commands = engine_commands(ours, reference, flags)
+    long_argv = split_command(long_search) if long_search else default_long_search(flags)
+    if long_argv is None:
+        raise ToolError("no long search: install Leela Zero 0.17 or give --long-search CMD")
+    logs = log_files(log_dir, [name for name, _ in commands] + ["long search"])
+    run_quality(commands, long_argv, os.path.abspath(game), positions, seed, seconds,
+                long_seconds or 8 * seconds, interval, logs)
 
 
 def _server_lines(path: str) -> list[str]:
