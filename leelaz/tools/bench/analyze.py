@@ -213,7 +213,8 @@ def _quality(weights, game, seconds, interval, ours, log_dir, reference, positio
         raise ToolError("no long search: install Leela Zero 0.17 or give --long-search CMD")
     logs = log_files(log_dir, [name for name, _ in commands] + ["long search"])
     run_quality(commands, long_argv, os.path.abspath(game), positions, seed, seconds,
-                long_seconds or 8 * seconds, interval, logs)
+                long_seconds or 8 * seconds, interval, logs, analyze_once=analyze_once,
+                start_engine=start_engine, quit_seconds=QUIT_SECONDS)
 
 
 def _server_lines(path: str) -> list[str]:

@@ -3,8 +3,8 @@ against a long search, for our engine and Leela Zero 0.17 in the same run.
 
 Owns: the choice of positions (`pick_positions`), reading an analysis's answer (`top_line`:
 the first move and its winrate of an `info` line), and the agreement table. Imports:
-game.sgf (the games), gtp.client, tools.bench.analyze (one lz-analyze at a position, engine
-start and stop), tools.bench.common.
+game.sgf (the games), gtp.client, tools.bench.common; the speed mode (tools/bench/analyze.py,
+its caller) hands it its reading of one lz-analyze and its engine start and stop.
 
 Why: visits per second say how much searching a setting does, not how good its answer is.
 Root parallelism's merged trees report several times the visits of one tree without playing
@@ -92,10 +92,11 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def run_quality(commands: list[tuple[str, list]], long_search: list[str], sgf: str,
                 count: int, seed: int, seconds: float, long_seconds: float,
-                interval_cs: int, logs: dict) -> dict:
+                interval_cs: int, logs: dict, *, analyze_once, start_engine,
+                quit_seconds: float) -> dict:
     """Analyse every position with the long search, then with each engine; print and return
-    the per-engine figures."""
-    from leelaz.tools.bench.analyze import QUIT_SECONDS, analyze_once, start_engine
+    the per-engine figures. `analyze_once`, `start_engine` and `quit_seconds` are the speed
+    mode's (tools/bench/analyze.py, which calls this): one lz-analyze is read one way."""
 
     positions = pick_positions(sgf, count, seed)
     say(f"{count} positions of {sgf} (seed {seed}); long search {long_seconds:g} s: "
@@ -116,7 +117,7 @@ def run_quality(commands: list[tuple[str, list]], long_search: list[str], sgf: s
         for path, move in files:
             truth.append(_answer(analyze_once(reference, path, move + 1, long_seconds,
                                               interval_cs, keep_line=True)))
-        reference.close(QUIT_SECONDS)
+        reference.close(quit_seconds)
         engines.remove(reference)
         started = [(name, start_engine(name, argv, logs.get(name))) for name, argv in commands]
         engines += [engine for _, engine in started]
@@ -131,7 +132,7 @@ def run_quality(commands: list[tuple[str, list]], long_search: list[str], sgf: s
         raise ToolError(str(exc)) from None
     finally:
         for engine in engines:
-            engine.close(QUIT_SECONDS)
+            engine.close(quit_seconds)
     figures = {name: agreement(truth, answers[name]) for name, _ in commands}
     rows = []
     for name, _ in commands:
