@@ -5,6 +5,9 @@
 # measured in turn, position by position.
 #
 #   NET=shipped-6x128|20x256|40x256 bash dev/analyze_gpu.sh
+#   QUALITY=40 bash dev/analyze_gpu.sh    `bench analyze --quality`: at 40 positions of the
+#                                         2011-12 9-dan games, the same engines' top move after
+#                                         SECS against Leela Zero's best setting after LONG (8) s
 #
 # Needs .whl/ (pyopencl wheels, cp312) and .lzpack/ (dev/pack_reference_gpu.sh) in the checkout. Random nets
 # (tame, seeded) are made here. Env: OURS (';'-separated extra argument sets for ours; the
@@ -18,6 +21,7 @@ set -u
 NET=${NET:-shipped-6x128}; OURS=${OURS-""}; SECONDS_EACH=${SECS:-4}
 LZ_SETTINGS=${LZ_SETTINGS-";-t 32 --batchsize 16;-t 64 --batchsize 32"}
 WARMUP=${WARMUP:-10}; ROUNDS=${ROUNDS:-1}; GPU=${GPU:-0}; CORES=${CORES:-}
+QUALITY=${QUALITY:-0}; LONG=${LONG:-8}
 OUT=${OUT:-/tmp/analyze-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 CUDA_VISIBLE_DEVICES=$GPU
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
@@ -46,9 +50,16 @@ IFS=';' read -ra ours <<< "$OURS"; [ ${#ours[@]} -gt 0 ] || ours=("")
 for a in "${ours[@]}"; do args+=(--ours "python3 -m leelaz --gtp --noponder -w $W/$NET.txt $a"); done
 IFS=';' read -ra theirs <<< "$LZ_SETTINGS"; [ ${#theirs[@]} -gt 0 ] || theirs=("")
 for a in "${theirs[@]}"; do args+=(--reference "$LZ $a"); done
-"${PIN[@]}" python3 -m leelaz bench analyze -w $W/$NET.txt --seconds "$SECONDS_EACH" \
-  --warmup "$WARMUP" --rounds "$ROUNDS" --log-dir "$OUT/logs-$NET" "${args[@]}" 2>&1 \
-  | tee -a "$REPORT"
+if [ "$QUALITY" -gt 0 ]; then
+  "${PIN[@]}" python3 -m leelaz bench analyze -w $W/$NET.txt --quality --positions "$QUALITY" \
+    --seconds "$SECONDS_EACH" --long-seconds "$LONG" --long-search "$LZ -t 32 --batchsize 16" \
+    --game tests/fixtures/tygem-9d/tygem-9d-2011-12.sgf.gz --log-dir "$OUT/logs-$NET" \
+    "${args[@]}" 2>&1 | tee -a "$REPORT"
+else
+  "${PIN[@]}" python3 -m leelaz bench analyze -w $W/$NET.txt --seconds "$SECONDS_EACH" \
+    --warmup "$WARMUP" --rounds "$ROUNDS" --log-dir "$OUT/logs-$NET" "${args[@]}" 2>&1 \
+    | tee -a "$REPORT"
+fi
 cp $HOME/.local/share/leela-zero/leelaz_opencl_tuning "$OUT/" 2>/dev/null
 cp $HOME/.local/share/leelaz/opencl_tuning.json "$OUT/opencl_tuning-$NET.json" 2>/dev/null
 echo "== $NET done in $SECONDS s" | tee -a "$REPORT"
