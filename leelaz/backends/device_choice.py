@@ -167,6 +167,20 @@ def cuda_for_torch() -> bool:
         return False
 
 
+def visible_cuda_devices() -> list[str]:
+    """The CUDA devices a child process may be given, as CUDA_VISIBLE_DEVICES names them:
+    this process's CUDA_VISIBLE_DEVICES entries when it is set, else one per GPU NVIDIA's
+    driver lists (/proc/driver/nvidia/gpus); [] without the driver. Torch is not imported:
+    a parent that only hands devices to its workers never starts CUDA itself."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [d.strip() for d in given.split(",") if d.strip()]
+    try:
+        return [str(i) for i in range(len(os.listdir("/proc/driver/nvidia/gpus")))]
+    except OSError:
+        return []
+
+
 def _one_per_id(weights: NetWeights, gpus: list[int], precision: str, tune: str,
                 **options) -> MultiDeviceBackend:
     """One OpenCL backend per --gpu id, in order. A repeated id takes the precision its first

@@ -1,7 +1,7 @@
 """`--workers W`: W processes, each playing `--parallel K` games, into one folder.
 
-Owns: `run_workers`, `Counters`. Imports: multiprocessing, selfplay.store, selfplay.summary,
-selfplay.lifetime; what a worker plays (selfplay.run_games) is handed to it, as selfplay.py
+Owns: `run_workers`, `Counters`, `worker_devices`. Imports: multiprocessing, selfplay.store,
+selfplay.summary, selfplay.lifetime, backends.device_choice (the CUDA devices visible); what a worker plays (selfplay.run_games) is handed to it, as selfplay.py
 imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
@@ -12,6 +12,12 @@ seeded games never repeat across workers) and plays its share of the games; the 
 one progress bar from shared counters. Processes are spawned, not forked (OpenCL contexts and
 threads do not survive a fork). A worker dies with its parent (selfplay/lifetime.py), so a
 SIGKILLed run leaves no process writing into the folder.
+
+Several GPUs (`worker_devices`): as autogtp runs one Leela Zero per GPU, the workers are dealt
+round robin over the devices instead of each splitting its batches over all of them: worker w
+gets `--gpu` id w mod n when several ids are given, or, left to choose on a machine of several
+NVIDIA GPUs (PyTorch's default there), CUDA_VISIBLE_DEVICES set to one of them before it
+imports anything that starts CUDA.
 """
 
 from __future__ import annotations
@@ -43,10 +49,30 @@ class Counters:
             return tuple(self._values)
 
 
+def worker_devices(cfg, workers: int, visible: list[str]) -> list[tuple]:
+    """(gpus, cuda_visible) for each worker: a --gpu id of its own (a tuple) when several are
+    given, or a CUDA device of its own (CUDA_VISIBLE_DEVICES' value) when the choice is left
+    to the engine (--backend auto or torch, no --gpu) and `visible` lists several; else
+    (None, None), the engine's own choice as with one worker."""
+    if cfg.cpu_only or workers < 2:
+        return [(None, None)] * workers
+    if len(cfg.gpus) >= 2:
+        return [((cfg.gpus[w % len(cfg.gpus)],), None) for w in range(workers)]
+    if not cfg.gpus and cfg.network_backend in ("auto", "torch") and len(visible) >= 2:
+        return [(None, visible[w % len(visible)]) for w in range(workers)]
+    return [(None, None)] * workers
+
+
 def _worker(play, parallel, settings, weights, folder, count, first, stride, seconds, counters,
-            out, backend, parent):
+            out, backend, parent, device=(None, None)):
     from leelaz.selfplay.lifetime import die_with_parent, parent_gone
     die_with_parent(parent)  # a SIGKILLed run must not leave its workers writing
+    gpus, cuda_visible = device
+    if cuda_visible is not None:  # before anything of this process starts CUDA
+        os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    if gpus is not None:
+        import dataclasses
+        settings = dataclasses.replace(settings, engine=settings.engine.with_(gpus=gpus))
 
     from leelaz.selfplay.store import GameStore
     store = GameStore(folder, first_index=first, stride=stride)
@@ -74,9 +100,12 @@ def run_workers(play, settings, weights: str, folder: str, wanted: int, workers:
     counters = Counters(ctx)
     out = ctx.Queue()
     shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
+    from leelaz.backends.device_choice import visible_cuda_devices
+    devices = worker_devices(settings.engine, workers,
+                             visible_cuda_devices() if backend is None else [])
     procs = [ctx.Process(target=_worker, args=(play, parallel, settings, weights, folder,
                                               shares[w], first + w, workers, seconds,
-                                              counters, out, backend, os.getpid()),
+                                              counters, out, backend, os.getpid(), devices[w]),
                          daemon=True)
              for w in range(workers) if shares[w] > 0]
     began = time.monotonic()

@@ -10,8 +10,13 @@ A child that dies without answering (killed, out of memory) is started again up 
 MAX_RETRIES times; the job resumes from its files, so only the games in flight are lost. A job
 that raises a Python exception is not retried (it would fail the same way): JobFailed.
 
+On a machine of several GPUs the self-play and match jobs are dealt round robin over them
+(`job_devices`, self-play's own rule).
+
 Imports: leelaz.zero.jobs (the jobs, JobFailed), leelaz.selfplay.lifetime (a child that dies
-with its parent, as self-play's workers do); pyopencl (only to look for a GPU); stdlib.
+with its parent, as self-play's workers do), leelaz.selfplay.workers and
+leelaz.backends.device_choice (which device a job gets); pyopencl (only to look for a GPU);
+stdlib.
 """
 
 from __future__ import annotations
@@ -30,8 +35,13 @@ MAX_RETRIES = 3
 POLL_SECONDS = 0.5
 
 
-def _child(name: str, spec: dict, conn, parent: int) -> None:
+def _child(name: str, spec: dict, conn, parent: int, device=(None, None)) -> None:
     die_with_parent(parent)  # exits at once if the loop died while this process was starting
+    gpus, cuda_visible = device
+    if cuda_visible is not None:  # before anything of this process starts CUDA
+        os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    if gpus is not None:
+        spec = {**spec, "gpus": list(gpus)}
     try:
         result = JOBS[name](spec)
     except BaseException as exc:  # report it to the parent, which decides
@@ -40,6 +50,22 @@ def _child(name: str, spec: dict, conn, parent: int) -> None:
     else:
         conn.send(("ok", result, ""))
     conn.close()
+
+
+def job_devices(name: str, specs: list[dict]) -> list[tuple]:
+    """The device of each self-play or match job on a machine of several GPUs: the jobs
+    dealt round robin over them as self-play's workers are (selfplay/workers.py
+    `worker_devices`); the trainer and everything else keep the default device."""
+    if name not in ("selfplay", "match") or not specs:
+        return [(None, None)] * len(specs)
+    from leelaz.backends.device_choice import visible_cuda_devices
+    from leelaz.config import EngineConfig
+    from leelaz.selfplay.workers import worker_devices
+
+    first = specs[0]
+    cfg = EngineConfig(cpu_only=bool(first.get("cpu_only")), gpus=tuple(first.get("gpus") or ()),
+                       network_backend=first.get("network_backend") or "auto")
+    return worker_devices(cfg, len(specs), visible_cuda_devices())
 
 
 class LocalExecutor:
@@ -61,6 +87,7 @@ class LocalExecutor:
             at_once: int | None = None) -> list[dict]:
         """Run every spec of job `name`; results in spec order. JobFailed if one fails."""
         at_once = max(1, at_once or self.workers)
+        devices = job_devices(name, specs)
         results: list[dict | None] = [None] * len(specs)
         queue = list(range(len(specs)))
         retries = [0] * len(specs)
@@ -69,7 +96,7 @@ class LocalExecutor:
             while queue or running:
                 while queue and len(running) < at_once:
                     i = queue.pop(0)
-                    running[i] = self._start(name, specs[i])
+                    running[i] = self._start(name, specs[i], devices[i])
                 time.sleep(POLL_SECONDS)
                 tick()
                 for i in list(running):
@@ -102,9 +129,9 @@ class LocalExecutor:
     def close(self) -> None:
         pass
 
-    def _start(self, name: str, spec: dict) -> tuple:
+    def _start(self, name: str, spec: dict, device=(None, None)) -> tuple:
         parent, child = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(target=_child, args=(name, spec, child, os.getpid()),
+        proc = self._ctx.Process(target=_child, args=(name, spec, child, os.getpid(), device),
                                  daemon=False)
         proc.start()
         child.close()

@@ -1,0 +1,96 @@
+"""Self-play's workers over several GPUs: which device each worker process is given.
+
+The rule (selfplay/workers.py `worker_devices`) is checked on made-up configurations, and the
+plumbing on real worker processes: each records what it was given (its CUDA_VISIBLE_DEVICES
+and its engine's --gpu ids) before it would load a network. No GPU is needed; the CUDA
+devices are named through CUDA_VISIBLE_DEVICES, which is what the parent reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+from leelaz.config import EngineConfig
+from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
+from leelaz.selfplay.workers import run_workers, worker_devices
+
+
+def test_workers_are_dealt_round_robin_over_the_devices():
+    two_ids = EngineConfig(gpus=(0, 1))
+    assert worker_devices(two_ids, 3, []) == [((0,), None), ((1,), None), ((0,), None)]
+    assert worker_devices(EngineConfig(), 3, ["2", "7"]) == [
+        (None, "2"), (None, "7"), (None, "2")]
+    torch = EngineConfig(network_backend="torch")
+    assert worker_devices(torch, 2, ["0", "1"]) == [(None, "0"), (None, "1")]
+    # Left alone: one device, one worker, the CPU, OpenCL asked for by name, one --gpu id.
+    for cfg, workers, visible in ((EngineConfig(), 4, ["0"]), (EngineConfig(), 1, ["0", "1"]),
+                                  (EngineConfig(cpu_only=True, gpus=(0, 1)), 2, ["0", "1"]),
+                                  (EngineConfig(network_backend="opencl"), 2, ["0", "1"]),
+                                  (EngineConfig(gpus=(1,)), 2, ["0", "1"])):
+        assert worker_devices(cfg, workers, visible) == [(None, None)] * workers
+
+
+def test_the_visible_cuda_devices_follow_cuda_visible_devices(monkeypatch):
+    from leelaz.backends.device_choice import visible_cuda_devices
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
+    assert visible_cuda_devices() == ["3", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_cuda_devices() == []
+
+
+def record_device(settings, weights, store, count, parallel, progress, seconds, counters,
+                  backend, orphaned=None):
+    """A worker's play (run_games' signature): write down what this process was given."""
+    with open(os.path.join(store.folder, f"worker-{store._next}.json"), "w") as f:
+        json.dump({"cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                   "gpus": list(settings.engine.gpus)}, f)
+    return SimpleNamespace(evaluations=0, network_calls=0, backend="recorded")
+
+
+def _given(folder) -> dict[int, dict]:
+    return {int(name[7:-5]): json.loads((folder / name).read_text())
+            for name in os.listdir(folder) if name.startswith("worker-")}
+
+
+def test_each_worker_process_gets_its_device(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    auto = SelfplaySettings.build(SELFPLAY_DEFAULTS, weights="w", visits=2)
+    run_workers(record_device, auto, "w", str(tmp_path / "auto"), 3, 3, 1, False, None, 0)
+    got = _given(tmp_path / "auto")
+    assert {w: g["cuda"] for w, g in got.items()} == {0: "4", 1: "6", 2: "4"}
+    assert all(g["gpus"] == [] for g in got.values())
+
+    ids = SelfplaySettings.build(SELFPLAY_DEFAULTS, weights="w", visits=2, gpus=(1, 0))
+    run_workers(record_device, ids, "w", str(tmp_path / "ids"), 2, 2, 1, False, None, 0)
+    got = _given(tmp_path / "ids")
+    assert {w: g["gpus"] for w, g in got.items()} == {0: [1], 1: [0]}
+    assert all(g["cuda"] == "4,6" for g in got.values())  # inherited, not narrowed
+
+
+def test_the_zero_loops_jobs_are_dealt_over_the_gpus_too(monkeypatch):
+    """leelaz zero without Ray: its self-play and match jobs get the devices self-play's
+    workers would; the trainer keeps the default one; a child applies what it was given."""
+    from leelaz.zero import local_executor
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    spec = {"cpu_only": False, "gpus": [], "network_backend": "auto"}
+    assert local_executor.job_devices("selfplay", [spec] * 3) == [
+        (None, "0"), (None, "1"), (None, "0")]
+    assert local_executor.job_devices("match", [spec] * 2) == [(None, "0"), (None, "1")]
+    assert local_executor.job_devices("train", [spec]) == [(None, None)]
+    ids = {**spec, "gpus": [2, 3]}
+    assert local_executor.job_devices("selfplay", [ids] * 2) == [((2,), None), ((3,), None)]
+
+    seen = []
+    monkeypatch.setitem(local_executor.JOBS, "selfplay",
+                        lambda s: seen.append((s["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES")))
+                        or {})
+    monkeypatch.setattr(local_executor, "die_with_parent", lambda parent: None)
+    sent = []
+    conn = SimpleNamespace(send=sent.append, close=lambda: None)
+    local_executor._child("selfplay", ids, conn, os.getpid(), ((3,), None))
+    local_executor._child("selfplay", spec, conn, os.getpid(), (None, "1"))
+    assert seen == [([3], "0,1"), ([], "1")] and [s[0] for s in sent] == ["ok", "ok"]
