@@ -85,9 +85,11 @@ def test_the_zero_loops_jobs_are_dealt_over_the_gpus_too(monkeypatch):
     assert local_executor.job_devices("selfplay", [ids] * 2) == [((2,), None), ((3,), None)]
 
     seen = []
-    monkeypatch.setitem(local_executor.JOBS, "selfplay",
-                        lambda s: seen.append((s["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES")))
-                        or {})
+    def record(spec):
+        seen.append((spec["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES")))
+        return {}
+
+    monkeypatch.setitem(local_executor.JOBS, "selfplay", record)
     monkeypatch.setattr(local_executor, "die_with_parent", lambda parent: None)
     sent = []
     conn = SimpleNamespace(send=sent.append, close=lambda: None)

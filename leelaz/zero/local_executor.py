@@ -63,7 +63,8 @@ def job_devices(name: str, specs: list[dict]) -> list[tuple]:
     from leelaz.selfplay.workers import worker_devices
 
     first = specs[0]
-    cfg = EngineConfig(cpu_only=bool(first.get("cpu_only")), gpus=tuple(first.get("gpus") or ()),
+    cfg = EngineConfig(cpu_only=bool(first.get("cpu_only")),
+                       gpus=tuple(first.get("gpus") or ()),
                        network_backend=first.get("network_backend") or "auto")
     return worker_devices(cfg, len(specs), visible_cuda_devices())
 
