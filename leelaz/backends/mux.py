@@ -83,8 +83,9 @@ class _Share:
 
 class RoundBatch:
     """The rows many callers park (the Networks of a group of games during a round, the
-    network server's clients); `send()` evaluates them in one backend call. `max_rows` (0: no limit; also the backend's max_batch) sends a
-    call early once that many rows wait. Counters: `calls`, `rows` (evals/s, mean batch)."""
+    network server's clients); `send()` evaluates them in one backend call. `max_rows` (0:
+    no limit; also the backend's max_batch) sends a call early once that many rows wait.
+    Counters: `calls`, `rows` (evals/s, mean batch)."""
 
     def __init__(self, backend: Backend, max_rows: int = 0):
         self.backend = backend

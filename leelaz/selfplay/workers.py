@@ -1,8 +1,8 @@
 """`--workers W`: W processes, each playing `--parallel K` games, into one folder.
 
 Owns: `run_workers`, `Counters`, `worker_devices`. Imports: multiprocessing, selfplay.store,
-selfplay.summary, selfplay.lifetime, backends.device_choice (the CUDA devices visible); what a worker plays (selfplay.run_games) is handed to it, as selfplay.py
-imports this module.
+selfplay.summary, selfplay.lifetime, backends.device_choice (the CUDA devices visible); what a
+worker plays (selfplay.run_games) is handed to it, as selfplay.py imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
 microseconds per playout) caps a process at a few thousand playouts/s whatever the network's

@@ -1,11 +1,11 @@
 """The command-line options the verbs share: the network file, the device, the backend, quiet.
 
 Owns: `weights_option`, `cpu_only_option`, `gpu_option`, `backend_option` and `quiet_option`,
-each a click decorator with the option's one spelling, type and choices; a verb passes only
-what it says differently (the help text, the default). `number`, a callback that reads a
-numeric option as one `ERROR:` line and exit status 1 when it is bad (click's own ranges say
-two lines and exit 2, a usage error, which the verbs keep for their older options). Imports: click, leelaz.config (the
-backend choices and their help).
+each a click decorator with the option's one spelling, type and choices; a verb passes only what
+it says differently (the help text, the default). `number`, a callback that reads a numeric
+option as one `ERROR:` line and exit status 1 when it is bad (click's own ranges say two lines
+and exit 2, a usage error, which the verbs keep for their older options). Imports: click,
+leelaz.config (the backend choices and their help).
 
 Why here: the same options were pasted over the verbs; one definition keeps their spelling,
 types and choices alike. The engine's own flags stay in cli.py, which parses Leela Zero's

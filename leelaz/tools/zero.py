@@ -48,8 +48,8 @@ from leelaz.zero.rundir import (RunDir, RunError, network_id, network_size,
 DEFAULT_SIZE = "6x128"  # Leela Zero 0.17's default network size
 #: The options kept in DIR/settings.json (how the run plays and trains; not what it is,
 #: which run.json fixes, nor what this invocation does: --generations, --ray, --status...).
-STORED = ("visits", "match_visits", "games_per_gen", "window", "window_min", "steps", "batch", "lr",
-          "checkpoint_seconds", "lr_schedule", "reuse", "val_sgf", "gate", "match_games",
+STORED = ("visits", "match_visits", "games_per_gen", "window", "window_min", "steps", "batch",
+          "lr", "checkpoint_seconds", "lr_schedule", "reuse", "val_sgf", "gate", "match_games",
           "parallel", "max_moves", "full_share", "cheap_visits", "forced_k", "checked_resign",
           "dumbpass", "noise", "workers", "worker_cpus", "cpu_only", "gpu", "backend")
 SETTINGS = "settings.json"
@@ -326,7 +326,8 @@ def _settings(opts: dict, executor) -> Settings:
     window = opts["window"]  # None: counted in positions, growing with the run
     return Settings(visits=opts["visits"], match_visits=opts["match_visits"],
                     games_per_gen=pick["games_per_gen"], generations=opts["generations"],
-                    window=window, window_min=opts["window_min"], steps=pick["steps"], batch=pick["batch"],
+                    window=window, window_min=opts["window_min"], steps=pick["steps"],
+                    batch=pick["batch"],
                     lr=opts["lr"], checkpoint_seconds=opts["checkpoint_seconds"],
                     lr_schedule=opts["lr_schedule"], reuse=opts["reuse"],
                     val_sgf=tuple(opts["val_sgf"]),
@@ -456,15 +457,18 @@ def show_status(run: RunDir) -> int:
               help="Self-play and matches without OpenCL [default: --no-cpu-only].")
 @gpu_option("OpenCL device(s) for self-play and matches (repeatable).")
 @backend_option("Self-play and matches: ")
-@click.option("--full-share", type=str, metavar="SHARE", callback=number(float, above=0, most=1), default=1.0,
+@click.option("--full-share", type=str, metavar="SHARE",
+              callback=number(float, above=0, most=1), default=1.0,
               show_default=True,
               help="Self-play: playout-cap randomisation (KataGo): this share of the moves gets "
                    "the full -v search with noise and is recorded; the others get "
                    "--cheap-visits without noise and are not recorded (e.g. 0.25). 1 = every "
                    "move, as Leela Zero.")
-@click.option("--cheap-visits", type=str, metavar="N", callback=number(int, least=0), default=0, show_default=True,
+@click.option("--cheap-visits", type=str, metavar="N",
+              callback=number(int, least=0), default=0, show_default=True,
               help="Self-play: visits of a cheap search under --full-share (0 = -v / 8).")
-@click.option("--forced-playouts", "forced_k", type=str, metavar="K", callback=number(float, least=0), default=0.0,
+@click.option("--forced-playouts", "forced_k", type=str, metavar="K",
+              callback=number(float, least=0), default=0.0,
               show_default=True,
               help="Self-play: forced playouts at the root of full searches, pruned from the "
                    "recorded target again (KataGo, K = 2). 0 = off.")
@@ -480,17 +484,22 @@ def show_status(run: RunDir) -> int:
               help="Play the fixed ladder and exit: every promoted network against the start, "
                    "frozen snapshots and GNU Go levels 1 and 10, at --ladder-visits, no noise, "
                    "colours alternating; one Elo scale (GNU Go level 10 = 0) in --status.")
-@click.option("--ladder-visits", type=str, metavar="N", callback=number(int, least=1), default=800, show_default=True,
+@click.option("--ladder-visits", type=str, metavar="N",
+              callback=number(int, least=1), default=800, show_default=True,
               help="Ladder: visits per move of the networks.")
-@click.option("--ladder-random-moves", type=str, metavar="M", callback=number(int, least=0), default=10,
+@click.option("--ladder-random-moves", type=str, metavar="M",
+              callback=number(int, least=0), default=10,
               show_default=True,
               help="Ladder: the networks' first M moves drawn in proportion to visits (-m), "
                    "so that a pair's games differ.")
-@click.option("--ladder-games", type=str, metavar="N", callback=number(int, least=1), default=40, show_default=True,
+@click.option("--ladder-games", type=str, metavar="N",
+              callback=number(int, least=1), default=40, show_default=True,
               help="Ladder: games per pair (network, reference).")
-@click.option("--ladder-every", type=str, metavar="K", callback=number(int, least=1), default=4, show_default=True,
+@click.option("--ladder-every", type=str, metavar="K",
+              callback=number(int, least=1), default=4, show_default=True,
               help="Ladder: freeze every K-th promoted network as a reference.")
-@click.option("--ladder-jobs", type=str, metavar="N", callback=number(int, least=1), default=4, show_default=True,
+@click.option("--ladder-jobs", type=str, metavar="N",
+              callback=number(int, least=1), default=4, show_default=True,
               help="Ladder: pairs of networks played at once (a process each), and games "
                    "against GNU Go at once (a leelaz GTP engine each).")
 @click.option("--gnugo", default=None, metavar="COMMAND",

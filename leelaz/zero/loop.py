@@ -478,8 +478,8 @@ class ZeroLoop:
         self.say(f"generation {gen}: match {candidate[:12]} (candidate) vs "
                  f"{best[:12]} (best), {rule.describe()}, at most {gate['max_games']} games")
         # One match played by `shards` jobs at once into one folder, as self-play is: each
-        # job plays its share of the games (selfplay/network_match.py's shards), and every job stops
-        # starting games once the SPRT has decided on the games of them all.
+        # job plays its share of the games (selfplay/network_match.py's shards), and every
+        # job stops starting games once the SPRT has decided on the games of them all.
         specs = [dict(run_dir=str(self.run.root), out_dir=str(folder),
                       candidate=str(self.run.network_path(candidate)),
                       best=str(self.run.network_path(best)),
