@@ -659,7 +659,7 @@ def test_selfplay_additions_reach_every_game_of_a_generation(tmp_path):
     (["--forced-playouts", "inf"], "--forced-playouts must be a number, not 'inf'"),
     (["--window-min", "1.5"], "--window-min must be a whole number, not '1.5'"),
     (["--ladder", "--ladder-games", "0"], "--ladder-games must be at least 1, not '0'"),
-    (["--ladder", "--ladder-visits", "many"], "--ladder-visits must be a whole number, not 'many'"),
+    (["--ladder", "--ladder-visits", "x"], "--ladder-visits must be a whole number, not 'x'"),
 ])
 def test_bad_values_of_the_loops_numeric_options_are_one_line(tmp_path, args, words):
     """Exit status 1, one `ERROR:` line naming the option and the value, DIR untouched (click's

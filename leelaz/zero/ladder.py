@@ -396,7 +396,8 @@ def _pair_job(run: RunDir, s: LadderSettings, net: Network, ref: Network,
     return dict(weights_a=str(run.network_path(net.sha)),
                 weights_b=str(run.network_path(ref.sha)), out=str(folder), max_games=s.games,
                 sprt=False, visits=s.visits, parallel=s.parallel,
-                seed=_pair_seed(s.seed, net, ref) % 2**63, cpu_only=s.cpu_only, gpus=tuple(s.gpus), progress=False, **options)
+                seed=_pair_seed(s.seed, net, ref) % 2**63, cpu_only=s.cpu_only,
+                gpus=tuple(s.gpus), progress=False, **options)
 
 
 def _play_pair(job: dict) -> None:
