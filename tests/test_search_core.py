@@ -185,6 +185,143 @@ def test_the_same_trees_with_the_shipped_network(monkeypatch, positions):
                      fixed_symmetry=0)
 
 
+class _Clock:
+    """A clock that moves 20 ms a batch (SearchRun.after_batch), so that the progress
+    reports of lz-analyze / lz-genmove_analyze (one a batch at interval 1) and the batch
+    sizes while pondering (the measured time per leaf stays 0) are the same in both
+    searches, whatever the machine's speed."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _analyze(monkeypatch, mode, net, state, tags_text, *, genmove, visits=300, batch=8,
+             noise=False, seed=1):
+    """One lz-analyze (a ponder) or lz-genmove_analyze (a think) with these tags, as the
+    GTP command runs it: the info lines of every report, the final result, the search."""
+    from types import SimpleNamespace
+
+    from leelaz.gtp.analysis import format_info_line, parse_analyze_tags
+    from leelaz.search import run as search_run
+    from leelaz.search import search as search_module
+
+    tags = parse_analyze_tags(tags_text.split(), state.to_move, state.move_num)
+    clock = _Clock()
+    fake_time = SimpleNamespace(monotonic=clock.monotonic)
+    lines = []
+    with monkeypatch.context() as patched:
+        patched.setattr(search_run, "time", fake_time)
+        patched.setattr(search_module, "time", fake_time)
+        after_batch = search_run.SearchRun.after_batch
+
+        def ticking(run, did):
+            clock.now += 0.02
+            return after_batch(run, did)
+
+        patched.setattr(search_run.SearchRun, "after_batch", ticking)
+        patched.setenv(core_run.CORE_VARIABLE, mode)
+        evaluator = net()
+        evaluator.cache = NNCache(100_000)
+        search = UCTSearch(evaluator, SearchParams(max_visits=visits, batch_size=batch,
+                                                   quiet=True, noise=noise, timemanage="off",
+                                                   fixed_symmetry=0), rng=seed)
+        used = []
+        original = core_run.CoreRun.core_collect
+
+        def spy(run, limit):
+            used.append(limit)
+            return original(run, limit)
+
+        patched.setattr(core_run.CoreRun, "core_collect", spy)
+
+        def report(result):
+            lines.append(format_info_line(result, tags.min_moves))
+
+        if genmove:
+            result = search.think(state, tags.who, restrictions=tags, on_progress=report,
+                                  progress_interval_cs=tags.interval_cs, use_clock=False,
+                                  time_limit_cs=10**7)
+        else:
+            state = state.copy()
+            state.set_to_move(tags.who)
+            result = search.ponder(state, should_stop=lambda: False, on_progress=report,
+                                   progress_interval_cs=tags.interval_cs, restrictions=tags)
+    return search, result, lines + [format_info_line(result, tags.min_moves)], used
+
+
+#: lz-analyze tags: every batch reported, at least 8 moves listed; Black may not play the
+#: 4-4 and 3-4 points of one corner (nor anywhere on the left edge) for its next 3 moves,
+#: White only on the right half for its next 2. `{}` is the side analyzed.
+RESTRICTED = "{} interval 1 minmoves 8 avoid b D4,C4,D3,A1:A19 3 allow w K1:T19 2"
+PLAIN = "{} 1 minmoves 5"
+
+
+def _same_analysis(monkeypatch, net, state, tags, **kwargs):
+    color = "b" if state.to_move == BLACK else "w"
+    py, py_result, py_lines, py_used = _analyze(monkeypatch, "python", net, state,
+                                                tags.format(color), **kwargs)
+    co, co_result, co_lines, co_used = _analyze(monkeypatch, "compiled", net, state,
+                                                tags.format(color), **kwargs)
+    assert not py_used and co_used, "the switch chose the wrong search"
+    assert len(py_lines) > 3  # a report a batch, then the final one
+    assert co_lines == py_lines
+    assert _signature(co.root) == _signature(py.root)
+    assert co.root.visits == py.root.visits and co.nodes == py.nodes
+    assert co_result.move == py_result.move
+    return py, co, py_lines
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("noise", [False, True])
+@pytest.mark.parametrize("genmove", [False, True], ids=["lz-analyze", "lz-genmove_analyze"])
+def test_the_same_analysis_with_avoid_and_allow(monkeypatch, tiny_net, positions, batch,
+                                                noise, genmove):
+    """lz-analyze (pondering) and lz-genmove_analyze with avoid/allow and minmoves on real
+    positions: the same info line at every report, the same tree, the same move; and the
+    restrictions do bite (no avoided move below the root, none outside the allowed half)."""
+    for state in positions[:2]:
+        py, co, lines = _same_analysis(monkeypatch, tiny_net, state, RESTRICTED,
+                                       genmove=genmove, batch=batch, noise=noise)
+        assert " D4 " not in lines[-1] and "info move D4 " not in lines[-1]
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+def test_the_same_pondering(monkeypatch, tiny_net, positions, batch):
+    """Pondering (lz-analyze without restrictions) to a visit limit, then a genmove on the
+    kept tree: the same reports, trees and moves."""
+    for state in positions:
+        _same_analysis(monkeypatch, tiny_net, state, PLAIN, genmove=False, batch=batch,
+                       noise=batch > 1, visits=400)
+
+
+def test_restrictions_reach_below_the_root(monkeypatch, tiny_net, positions):
+    """Black avoids the left half for 3 moves: no Black child made on it at depths 0 and 2
+    of the core's tree, and White's replies (depth 1) are unrestricted."""
+    state = positions[1]
+    if state.to_move != BLACK:
+        state = state.copy()
+        state.set_to_move(BLACK)
+    co, _, _, _ = _analyze(monkeypatch, "compiled", tiny_net, state,
+                           "b 1 avoid b A1:J19 3", genmove=False, visits=300, batch=8)
+    from leelaz.game.coords import xy
+    left = [0, 0, 0]
+    white_left = 0
+    stack = [(co.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        for move in node.children_moves():
+            if move >= 0 and xy(move)[0] < 9:
+                if depth % 2 == 0 and depth < 3:
+                    left[depth] += 1
+                elif depth == 1:
+                    white_left += 1
+        stack += [(c, depth + 1) for c in node.children if depth < 2]
+    assert left == [0, 0, 0] and white_left > 0
+
+
 def test_the_same_trees_after_tree_reuse(monkeypatch, tiny_net, positions):
     trees = {}
     for mode in ("python", "compiled"):
@@ -284,9 +421,7 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
     search = UCTSearch(tiny_net(), SearchParams(max_visits=50, batch_size=4, quiet=True))
     state = positions[0]
     assert core_run.covers(search)
-    assert not core_run.covers(search, restrictions=_Tags())
-    assert not core_run.covers(search, on_progress=print)
-    assert not core_run.covers(search, pondering=True)
+    assert core_run.covers(search, restrictions=_Tags(), on_progress=print, pondering=True)
     dynamic = UCTSearch(tiny_net(), SearchParams(max_visits=50, dynamic_fpu=True, quiet=True))
     assert not core_run.covers(dynamic)
     forced = UCTSearch(tiny_net(), SearchParams(max_visits=50, forced_playouts_k=2.0,
@@ -294,16 +429,12 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
     assert not core_run.covers(forced)
     used = []
     monkeypatch.setattr(core_run.CoreRun, "core_collect", lambda run, limit: used.append(1))
-    search.think(state, state.to_move, use_clock=False, restrictions=_Tags())
-    search.think(state, state.to_move, use_clock=False, on_progress=lambda r: None,
-                 progress_interval_cs=1)
-    search.ponder(state, should_stop=lambda: search.current is not None
-                  and search.current.root.visits >= 20)
+    dynamic.think(state, state.to_move, use_clock=False)
+    forced.ponder(state, should_stop=lambda: forced.current is not None
+                  and forced.current.root.visits >= 20)
     assert not used
-    monkeypatch.delenv(core_run.CORE_VARIABLE)
-    assert not core_run.covers(search)  # the default: the Python search
     monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
-    assert not core_run.covers(search)
+    assert not core_run.covers(search)  # the reference, on request
 
 
 def test_without_numba_one_line_says_so_and_the_python_search_runs(monkeypatch, capsys,
@@ -325,3 +456,78 @@ def test_without_numba_one_line_says_so_and_the_python_search_runs(monkeypatch, 
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["leelaz: numba is not installed, so the search runs in pure Python "
                      "(pip install numba)"]
+
+
+def test_the_core_is_the_default_and_python_forces_the_reference(monkeypatch, tiny_net,
+                                                                  positions):
+    monkeypatch.delenv(core_run.CORE_VARIABLE, raising=False)
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=40, batch_size=4, quiet=True))
+    used = []
+    original = core_run.CoreRun.core_collect
+
+    def spy(run, limit):
+        used.append(limit)
+        return original(run, limit)
+
+    monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
+    search.think(positions[0], positions[0].to_move, use_clock=False)
+    assert used, "the default did not search on the core"
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
+    assert not core_run.covers(search)
+    used.clear()
+    search.think(positions[0], positions[0].to_move, use_clock=False)
+    assert not used
+
+
+def test_where_numba_can_keep_no_cache_the_kernels_compile_without_it(monkeypatch):
+    """numba refuses cache=True where neither the sources' folder nor the user's cache
+    directory is writable (here: no cache locator applies); the kernels must still load."""
+    from numba.core import config
+
+    from leelaz.search.core import kernels
+
+    assert kernels._can_cache()
+    monkeypatch.setattr(config, "CACHE_LOCATOR_CLASSES",
+                        "numba.core.caching.IPythonCacheLocator")  # none for a .py file
+    assert not kernels._can_cache()
+
+
+_FRESH_PROCESS = """
+import sys, time
+import leelaz.search.search
+from leelaz.search.core import run
+from numba.core.registry import CPUDispatcher
+if sys.argv[1] == "quit":
+    run.kernels()
+    time.sleep(1.0)
+    sys.exit(0)
+k = run.kernels(wait=True)
+misses = sum(sum(f.stats.cache_misses.values()) for f in vars(k).values()
+             if isinstance(f, CPUDispatcher))
+hits = sum(sum(f.stats.cache_hits.values()) for f in vars(k).values()
+           if isinstance(f, CPUDispatcher))
+print(misses, hits)
+"""
+
+
+def test_a_cold_cache_is_compiled_in_a_child_and_a_quit_stops_it(tmp_path):
+    """A fresh install (an empty numba cache): the process that needs the kernels compiles
+    nothing itself (a child fills the cache; it only loads), and a quit while the child
+    compiles ends at once and cleanly."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(tmp_path / "quit"))
+    env.pop(core_run.CORE_VARIABLE, None)
+    quit_ = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, "quit"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert quit_.returncode == 0 and quit_.stderr == ""
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cold")
+    cold = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, "wait"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert cold.returncode == 0, cold.stderr
+    misses, hits = map(int, cold.stdout.split())
+    assert misses == 0 and hits > 0
+    assert any((tmp_path / "cold").rglob("*.nbi"))

@@ -235,6 +235,9 @@ class UCTSearch:
         disable_reuse = bool(restrictions is not None and restrictions.has_move_restrictions)
         try:
             run = self.start(state, color, restrictions, started)
+            if core.covers(self, restrictions=restrictions, on_progress=on_progress,
+                           pondering=True):
+                run = self.current = core.CoreRun.replacing(run)
             self.release_discarded()  # nobody waits on a ponder's start
             run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,

@@ -2,9 +2,10 @@
 board play, expansion and backups run in core/kernels.py over core/arrays.py's tree.
 
 Owns: `CoreRun`, `covers` (which calls the core runs; the others are the Python search's)
-and `core_enabled` / `kernels` (the switch, and numba loaded once). Imports: numpy,
-search.run (SearchRun, whose loop rules, limits, time management and reports it keeps),
-search.root, search.core.arrays, and search.core.kernels lazily (numba).
+and `core_enabled` / `kernels` / `compile_here` (the switch, and numba loaded once, its first
+compilation in a child process). Imports: numpy, subprocess, search.run (SearchRun, whose loop
+rules, limits, time management and reports it keeps), search.root, search.core.arrays, and
+search.core.kernels lazily (numba).
 
 A batch: one `collect` call (every descent of the batch, terminal playouts backed up), the
 leaves' GameStates put together in Python for the evaluator (their positions are the Python
@@ -15,16 +16,18 @@ device while the next is collected, as SearchRun does. Everything before the fir
 (the root: reuse, evaluation, superko, noise) and after the last (statistics, the move
 choice) is the Python search's code on the UCTNode tree the core writes back.
 
-Covered: `UCTSearch.think` (genmove) at any batch size, noise, time management (pruning
-included), tree reuse (through the conversions), memory limits (the run hands its tree back
-to the Python search once memory pressure trims expansions, see `_hand_over`). Not covered,
-so the Python search runs: pondering and lz-analyze, progress reports (lz-genmove_analyze),
-move restrictions (avoid/allow), the dynamic-komi modes and dynamic FPU, forced playouts,
+Covered: `UCTSearch.think` (genmove, lz-genmove_analyze) and `UCTSearch.ponder` (pondering,
+lz-analyze) at any batch size, noise, time management (pruning included), tree reuse (through
+the conversions), move restrictions (avoid/allow: the leaves' expansion filters their points as
+SearchRun.expand does), progress reports (the UCTNodes are brought up to date before each
+snapshot, writing only the rows changed since the last), memory limits (the run hands its
+tree back to the Python search once memory pressure trims expansions, see `_hand_over`). Not
+covered, so the Python search runs: the dynamic-komi modes and dynamic FPU, forced playouts,
 self-play's step API. `covers` decides; tests/test_search_core.py checks each fallback.
 
-The switch: with LEELAZ_SEARCH_CORE=compiled the core runs where it covers the call, once
-numba has loaded it in the background; by default (or =python) never, and numba is not
-loaded (`core_enabled` says why).
+The switch: the core runs where it covers the call once its kernels are ready (compiled
+once per install, off the clock: see `kernels`); LEELAZ_SEARCH_CORE=python forces the Python
+search, its reference; without numba one stderr line says the search is pure Python.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ import atexit
 import gc
 import importlib
 import os
+import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 
@@ -61,31 +66,43 @@ _said_missing = False
 
 
 def core_enabled() -> bool:
-    """The core runs only with LEELAZ_SEARCH_CORE=compiled, for now: its first compilation
-    (about 10 s of a core, in the background) tripled a fresh install's first two CPU genmoves
-    (3.6 against 1.1 s at -v 300), and a quit during it could crash the interpreter; the
-    Python search, its reference, is the default until the core covers more and is measured
-    on a GPU (docs/performance.md)."""
-    return os.environ.get(CORE_VARIABLE, "python") == "compiled"
+    """The core runs unless LEELAZ_SEARCH_CORE=python asks for the Python search, its
+    reference (and then numba is never loaded); without numba, or while the kernels are
+    not ready, `kernels()` is None and the Python search runs anyway."""
+    return os.environ.get(CORE_VARIABLE, "compiled") != "python"
 
 
 def kernels(wait: bool = False):
     """search/core/kernels once ready, else None (the Python search serves meanwhile).
 
-    The first call starts a background thread that imports numba and has every kernel
-    compiled for the exact argument types a search passes (numba caches the machine code
-    beside the sources, so later processes only load it), by running a small search on the
-    core: neither a start nor a move on the clock waits for a compiler. `wait` blocks
-    until the thread is done (tests, benchmarks). Without numba: None, and one line on
-    stderr saying so."""
+    The first call starts a background thread (`_load`) that imports numba and readies
+    every kernel for the exact argument types a search passes, by running a small search
+    on the core. numba keeps the machine code on disk (kernels.CACHE), so only a fresh
+    install compiles, and it does so in a child process of low priority (`_compile_apart`)
+    while this one keeps searching in Python on its own core: the compiler, which holds
+    the GIL for some 10 s, never slows a move on the clock. Later processes, and this one
+    once the child is done, only load the cached code. `wait` blocks until the thread is
+    done (tests, benchmarks). Without numba: None, and one line on stderr saying so."""
     global _loading
     if _kernels is None and _loading is None:
         _loading = threading.Thread(target=_load, name="leelaz-core-compile", daemon=True)
         _loading.start()
-        atexit.register(_loading.join)  # never tear the interpreter down under the compiler
+        atexit.register(_stop_loading)  # never tear the interpreter down under the compiler
     if (wait or os.environ.get(WAIT_VARIABLE) == "1") and _loading is not None:
         _loading.join()
     return _kernels
+
+
+def _stop_loading() -> None:
+    """At exit: a compiling child is stopped (its work is lost, not the cache's: numba
+    writes each file whole), then the thread is joined."""
+    global _exiting
+    with _child_lock:
+        _exiting = True
+        if _child is not None and _child.poll() is None:
+            _child.kill()
+    if _loading is not None:
+        _loading.join()
 
 
 def _load() -> None:
@@ -99,14 +116,80 @@ def _load() -> None:
                              "Python (pip install numba)\n")
             sys.stderr.flush()
         return
+    except Exception as error:  # a broken numba install: never fatal
+        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error}); the "
+                         f"search runs in pure Python\n")
+        sys.stderr.flush()
+        return
     _module = k
     try:
+        if k.CACHE and not _cached(k):
+            _compile_apart()
+        if _exiting:
+            return
         _warm_up()
     except Exception as error:  # never fatal: the Python search serves
-        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error})\n")
+        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error}); the "
+                         f"search runs in pure Python\n")
         sys.stderr.flush()
         return
     _kernels = k
+
+
+def _cached(k) -> bool:
+    """Whether numba's disk cache holds every kernel compiled for this source (its index
+    files, read as numba reads them: a changed source leaves them empty). Functions inlined
+    into others have none. Any doubt (numba's internals moved): not cached."""
+    from numba.core.registry import CPUDispatcher
+
+    try:
+        kernels_ = [f for f in vars(k).values() if isinstance(f, CPUDispatcher)
+                    and f.targetoptions.get("inline") != "always"]
+        return bool(kernels_) and all(f._cache._cache_file._load_index() for f in kernels_)
+    except Exception:
+        return False
+
+
+_child = None  # the compiling child process, while it runs
+_exiting = False  # the interpreter is exiting: no child is started, no warm-up follows
+_child_lock = threading.Lock()
+
+
+def _compile_apart() -> None:
+    """Fill numba's cache in a child process of low priority (`compile_here`); returns
+    when it is done. If it fails, the caller's warm-up compiles in this process."""
+    global _child
+    root = str(Path(__file__).resolve().parents[3])  # the folder holding leelaz/
+    code = (f"import sys; sys.path.insert(0, {root!r}); "
+            f"from leelaz.search.core import run; run.compile_here()")
+    try:
+        with _child_lock:
+            if _exiting:
+                return
+            _child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      preexec_fn=_lower_priority if os.name == "posix"
+                                      else None)
+        _child.wait()
+    except OSError:
+        pass
+    finally:
+        _child = None
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
+def compile_here() -> None:
+    """The child of `_compile_apart`: compile every kernel into numba's cache."""
+    global _module
+    importlib.import_module("leelaz.search.search")  # registers SEARCH_CLASS
+    _module = importlib.import_module("leelaz.search.core.kernels")
+    _warm_up()
 
 
 class _Uniform:
@@ -156,10 +239,11 @@ def _warm_up() -> None:
 
 
 def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> bool:
-    """Whether a call with these features runs on the core (see the module docstring)."""
-    return (core_enabled() and not pondering and on_progress is None
-            and (restrictions is None or not restrictions.has_move_restrictions)
-            and search.dynamic_komi is None and not search.params.dynamic_fpu
+    """Whether a call with these features runs on the core (see the module docstring):
+    genmove, lz-genmove_analyze, pondering and lz-analyze, with or without move
+    restrictions and progress reports; not the dynamic-komi modes, dynamic FPU or
+    self-play's forced playouts, and not before the kernels are ready."""
+    return (core_enabled() and search.dynamic_komi is None and not search.params.dynamic_fpu
             and not search.params.forced_playouts_k  # self-play's forced playouts
             and kernels() is not None)
 
@@ -246,6 +330,10 @@ class CoreRun(SearchRun):
         self._touched = np.array([bool(c.visits or c.virtual_loss or c.status == INVALID)
                                   for c in self.root.children] or [False], dtype=np.bool_)
         self._pool = [_Buffers(16), _Buffers(16)]
+        # Move restrictions (avoid/allow) as rows of allowed slots, one per (colour, move
+        # number) met; row 0 allows everything (no restrictions).
+        self._allowed = np.ones((1, 361), np.bool_)
+        self._allowed_rows: dict[tuple[int, int], int] = {}
         self._next_buffers = 0
         # The Python positions of the nodes below the root (the evaluator's GameStates are
         # made of them); the root's is the root state's.
@@ -288,6 +376,16 @@ class CoreRun(SearchRun):
             if self.tree is not None:
                 self._write_back()
             self.in_flight = None
+        if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
+            self.gather_reports(False)  # as SearchRun.run: one report at least
+            progress.on_progress(self.snapshot())
+
+    def snapshot(self, move=None, root=None):
+        """SearchRun.snapshot on the UCTNodes, brought up to date first (progress reports:
+        lz-analyze, lz-genmove_analyze)."""
+        if self.tree is not None and root is None:
+            self._write_back()
+        return super().snapshot(move, root)
 
     def _hand_over(self) -> None:
         """Memory pressure: the tree goes back to the Python search for the rest of the run
@@ -414,9 +512,10 @@ class CoreRun(SearchRun):
         keys = keys[:n]
         values = np.zeros(n, np.float64)
         k = self._k
+        allowed_rows = self._allowed_of(buf, n)  # (may add rows to self._allowed)
         k.expansion_keys(n, policies, winrates, p.dumbpass, self.root_state.scoring_komi,
-                         buf.sq, buf.par, buf.libs, buf.meta, buf.colors, _VERTEX_OF_SLOT,
-                         _TIE_RANK, keys)
+                         buf.sq, buf.par, buf.libs, buf.meta, buf.colors, self._allowed,
+                         allowed_rows, _VERTEX_OF_SLOT, _TIE_RANK, keys)
         keys.sort(axis=1)  # NumPy's sort: see kernels.expansion_keys
         made = k.attach(n, keys, winrates, p.virtual_loss, t.visits, t.wins, t.m2, t.vl,
                         t.net, t.expanded, t.first, t.count, t.inflated, t.cnode, t.cmove,
@@ -425,6 +524,28 @@ class CoreRun(SearchRun):
         self.nodes += int(made)
         self.playouts += n
         self.root.visits = int(t.visits[0])
+
+    def _allowed_of(self, buf: _Buffers, n: int) -> np.ndarray:
+        """Each leaf's row of `_allowed`: what SearchRun.expand's restrictions.is_allowed
+        lets its side play at its move number (all 0 without restrictions)."""
+        rows = np.zeros(n, np.int64)
+        r = self.restrictions
+        if r is None or not r.has_move_restrictions:
+            return rows
+        move_num = self.root_state.move_num
+        known = self._allowed_rows
+        for i, (color, length) in enumerate(zip(buf.colors[:n].tolist(),
+                                                buf.lengths[:n].tolist())):
+            key = (color, move_num + length - 1)  # the leaf's: one move a node below the root
+            row = known.get(key)
+            if row is None:
+                allowed = r.is_allowed
+                mask = np.array([allowed(color, int(v), key[1]) for v in _VERTEX_OF_SLOT[:361]],
+                                np.bool_)
+                self._allowed = np.vstack((self._allowed, mask))
+                row = known[key] = len(self._allowed) - 1
+            rows[i] = row
+        return rows
 
     def _core_step(self, limit: int) -> int:
         batch = self.core_collect(limit)
