@@ -531,3 +531,71 @@ def test_a_cold_cache_is_compiled_in_a_child_and_a_quit_stops_it(tmp_path):
     misses, hits = map(int, cold.stdout.split())
     assert misses == 0 and hits > 0
     assert any((tmp_path / "cold").rglob("*.nbi"))
+
+
+class _Loading:
+    """A loading thread that is still at work."""
+
+    def is_alive(self) -> bool:
+        return True
+
+    def join(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_ponder_switches_to_the_core_when_its_kernels_get_ready(monkeypatch, tiny_net,
+                                                                 positions, batch):
+    """lz-analyze starts while the kernels still load: its first batches are the Python
+    search's, the rest the core's once they are ready, and everything is as the Python
+    search alone would have it (reports, tree)."""
+    from leelaz.search import run as search_run
+
+    state = positions[1]
+    tags = PLAIN.format("b" if state.to_move == BLACK else "w")
+    py, _, py_lines, _ = _analyze(monkeypatch, "python", tiny_net, state, tags,
+                                  genmove=False, batch=batch)
+    ready = core_run._kernels
+    with monkeypatch.context() as patched:
+        patched.setattr(core_run, "_kernels", None)
+        patched.setattr(core_run, "_loading", _Loading())
+        after_batch = search_run.SearchRun.after_batch
+        batches = []
+
+        def ready_after_four(run, did):
+            batches.append(run.tree is None)
+            if len(batches) == 4:
+                core_run._kernels = ready
+            return after_batch(run, did)
+
+        patched.setattr(search_run.SearchRun, "after_batch", ready_after_four)
+        co, _, co_lines, co_used = _analyze(patched, "compiled", tiny_net, state, tags,
+                                            genmove=False, batch=batch)
+    assert batches[:4] == [True] * 4 and not any(batches[4:]) and co_used
+    assert co_lines == py_lines
+    assert _signature(co.root) == _signature(py.root)
+
+
+def test_a_genmove_starts_loading_the_kernels_only_once_answered(monkeypatch, tiny_net,
+                                                                positions):
+    monkeypatch.delenv(core_run.CORE_VARIABLE, raising=False)
+    monkeypatch.setattr(core_run, "_kernels", None)
+    monkeypatch.setattr(core_run, "_loading", None)
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=40, batch_size=4, quiet=True))
+    import threading
+
+    loading = []
+    original = core_run.CoreRun.replacing
+
+    def spy(cls, run):
+        if threading.current_thread() is threading.main_thread():  # not the warm-up's
+            loading.append(core_run._loading)
+        return original(run)
+
+    monkeypatch.setattr(core_run.CoreRun, "replacing", classmethod(spy))
+    state = positions[0]
+    search.think(state, state.to_move, use_clock=False)
+    assert not loading and core_run._loading is not None  # Python search, then loading
+    assert core_run.kernels(wait=True) is not None
+    search.think(state, state.to_move, use_clock=False)
+    assert loading  # the core's

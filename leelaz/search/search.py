@@ -219,6 +219,7 @@ class UCTSearch:
             # milliseconds per move, which over a game would eat the whole lag buffer.
             if tc is not None:
                 tc.stop(color)
+            core.start_loading()  # the compiled core, for the next calls (off this clock)
 
     def ponder(self, state, *, should_stop: Callable[[], bool],
                on_progress: Callable[[SearchResult], None] | None = None,

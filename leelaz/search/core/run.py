@@ -235,17 +235,34 @@ def _warm_up() -> None:
                                                    timemanage="off"), rng=1)
     run = CoreRun.replacing(search.start(GameState()))
     run.prepare()
+    run._take_tree()  # on the core, which is not ready (`_kernels`) until this is done
+    assert run.tree is not None
     run.run(Limits(40, 40, 10**9), Progress())
 
 
 def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> bool:
-    """Whether a call with these features runs on the core (see the module docstring):
+    """Whether a call with these features runs on a CoreRun (see the module docstring):
     genmove, lz-genmove_analyze, pondering and lz-analyze, with or without move
     restrictions and progress reports; not the dynamic-komi modes, dynamic FPU or
-    self-play's forced playouts, and not before the kernels are ready."""
-    return (core_enabled() and search.dynamic_komi is None and not search.params.dynamic_fpu
-            and not search.params.forced_playouts_k  # self-play's forced playouts
-            and kernels() is not None)
+    self-play's forced playouts. The kernels must be ready, or loading: a CoreRun starts on
+    the Python batches and switches to the core when they are (`CoreRun.run`).
+
+    When the loading starts: a genmove never starts it (`start_loading`, once the move is
+    answered, does), so that neither the first reply nor its move waits on numba; pondering
+    and lz-analyze, which no clock waits for, start it at once."""
+    if not (core_enabled() and search.dynamic_komi is None and not search.params.dynamic_fpu
+            and not search.params.forced_playouts_k):  # self-play's forced playouts
+        return False
+    if pondering or os.environ.get(WAIT_VARIABLE) == "1":
+        kernels()
+    return _kernels is not None or (_loading is not None and _loading.is_alive())
+
+
+def start_loading() -> None:
+    """After a genmove's search, off its clock: start loading the kernels (`kernels`)
+    unless the Python search is asked for."""
+    if core_enabled() and _loading is None:
+        kernels()
 
 
 def _signed(h: int) -> int:
@@ -314,21 +331,29 @@ class CoreRun(SearchRun):
 
     def prepare(self) -> None:
         prepare_root(self)  # the Python search's: reuse, root evaluation, superko, noise
-        self.root_selector = None
         self.tree = None
+        self._may_switch = True  # to the core, when its kernels are ready (`run`)
+        self.root_selector = RootSelector(self.root)
+        if _kernels is not None:
+            self._take_tree()
+
+    def _take_tree(self) -> None:
+        """The tree into the core's arrays (at `prepare`, or between two batches when the
+        kernels get ready); the root children the RootSelector touched stay touched."""
         try:
             self.tree = CoreTree.from_root(self.root)
         except NotCovered:
-            self.root_selector = RootSelector(self.root)
+            self._may_switch = False
             return
+        touched = {id(c) for c in self.root_selector.touched_children()}
+        self.root_selector = None
         self._k = _module
         self._root_board = _board_rows(self.root_state.board)
         self._seen = np.array(sorted(_signed(h) for h in self.seen), dtype=np.int64)
         self._hashes = np.zeros(MAX_DEPTH, np.int64)
         self._keys = np.zeros((16, 362), np.int64)
-        # The root children RootSelector counts as touched when it is made (node.py).
-        self._touched = np.array([bool(c.visits or c.virtual_loss or c.status == INVALID)
-                                  for c in self.root.children] or [False], dtype=np.bool_)
+        self._touched = np.array([id(c) in touched for c in self.root.children] or [False],
+                                 dtype=np.bool_)
         self._pool = [_Buffers(16), _Buffers(16)]
         # Move restrictions (avoid/allow) as rows of allowed slots, one per (colour, move
         # number) met; row 0 allows everything (no restrictions).
@@ -340,11 +365,14 @@ class CoreRun(SearchRun):
         self._boards = [u.board for u in self.tree.objects]
         self._boards[0] = None
 
+    def _switch(self) -> None:
+        """The kernels got ready during the run: finish the batch in flight on the Python
+        search, then go on on the core with the tree as it is."""
+        self._drain()
+        self._take_tree()
+
     # ------------------------------------------------------------------ the loop
     def run(self, limits, progress) -> None:
-        if self.tree is None:  # not covered: the Python batches
-            super().run(limits, progress)
-            return
         self.begin(limits, progress)
         self._early_stop = _SyncedEarlyStop(self._early_stop)
         pipelined = self.batch_size > 1 and self.evaluator.asynchronous
@@ -356,6 +384,9 @@ class CoreRun(SearchRun):
             while True:
                 if self.tree is not None and self.min_psa_ratio() > 0.0:
                     self._hand_over()
+                elif (self.tree is None and self._may_switch and _kernels is not None
+                      and self.min_psa_ratio() <= 0.0):
+                    self._switch()
                 if self.tree is None:
                     if pipelined:
                         did = self._step_pipelined(self.next_batch_size(pipelined=True))
@@ -393,8 +424,8 @@ class CoreRun(SearchRun):
         self._core_drain()
         self._write_back()
         self.root_selector = RootSelector(self.root)
-        self._early_stop = self._early_stop.inner
         self.tree = None
+        self._may_switch = False
 
     def _write_back(self) -> None:
         self.tree.to_root(self._boards)
