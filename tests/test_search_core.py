@@ -1,15 +1,19 @@
 """The compiled search core (search/core/) against the Python search, its reference.
 
 The same search (seed, parameters, evaluator, position) is run twice, once on the Python
-search and once on the core (LEELAZ_SEARCH_CORE=compiled), and the two trees must be the
-same node for node: moves, visits, statuses, child counts, the values backed up (to 1e-9),
+search and once on the core (LEELAZ_SEARCH_CORE=python / compiled), and the two trees must be
+the same node for node: moves, visits, statuses, child counts, the values backed up (to 1e-9),
 and the same chosen move, winrate and principal variation. The positions are the 9-dan
 games' (the `tygem_dir` fixture) at several moves, the networks a tame random one (NumPy) and
-the shipped 6x128; batches of 1 (`-t 1`), 4 and 16, pipelined or not, with and without root
-noise; then tree reuse, time management's pruning and the hand-over under memory pressure.
-The core's board is checked against game/board.py move for move on whole games (captures,
-ko, suicide), and the calls it does not cover yet are shown to run on the Python search.
-"""
+the shipped 6x128; batches of 1 (`-t 1`), 4, 8 and 16, pipelined or not, with and without root
+noise; genmove, lz-genmove_analyze and lz-analyze (pondering) with avoid/allow and minmoves
+(the same info line at every report), self-play's stepped games (the same SGFs and chunks);
+then tree reuse, time management's pruning, the hand-over under memory pressure and the
+switch from the Python search when the kernels get ready mid-call. The core's board is
+checked against game/board.py move for move on whole games (captures, ko, suicide); the
+calls it does not cover are shown to run on the Python search; numba's cache: a fresh
+install compiles in a child process, a quit during it is clean, no writable cache is no
+failure."""
 
 from __future__ import annotations
 
@@ -599,3 +603,58 @@ def test_a_genmove_starts_loading_the_kernels_only_once_answered(monkeypatch, ti
     assert core_run.kernels(wait=True) is not None
     search.think(state, state.to_move, use_clock=False)
     assert loading  # the core's
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_selfplay_games_on_the_core_are_the_python_searchs(monkeypatch, tmp_path,
+                                                          random_weights, parallel):
+    """Self-play drives the search in steps (selfplay/game.py: start_move, collect, one
+    network call for every game's leaves, apply, after_batch, finish): with its own
+    settings (noise, random opening moves, 6 leaves a batch, tree reuse) the games and
+    training chunks on the core are the Python search's, byte for byte."""
+    import glob
+    import re
+
+    from leelaz.selfplay import play_selfplay
+
+    texts = {}
+    for mode in ("python", "compiled"):
+        monkeypatch.setenv(core_run.CORE_VARIABLE, mode)
+        monkeypatch.setenv(core_run.WAIT_VARIABLE, "1")  # the core from the first move
+        used = []
+        original = core_run.CoreRun.core_collect
+
+        def spy(run, limit, original=original, used=used):
+            used.append(limit)
+            return original(run, limit)
+
+        monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
+        out = tmp_path / mode
+        play_selfplay(random_weights(1, 16), str(out), 3, visits=60, parallel=parallel,
+                      seed=3, cpu_only=True, progress=False, max_moves=40)
+        monkeypatch.setattr(core_run.CoreRun, "core_collect", original)
+        sgfs = sorted(glob.glob(str(out / "*.sgf")))
+        texts[mode] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
+                        gzip.open(s[:-len(".sgf")] + ".txt.0.gz").read()) for s in sgfs]
+        assert bool(used) == (mode == "compiled"), "the switch chose the wrong search"
+    assert len(texts["python"]) == 3
+    assert texts["compiled"] == texts["python"]
+
+
+def test_a_reader_between_batches_sees_the_tree_as_it_is(monkeypatch, tiny_net, positions):
+    """A helper search process reports its tree from should_stop, between two batches
+    (search_processes/helper.py): `current_root` is the core's tree written back, so the
+    root's visits are its own one and its children's."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=200, batch_size=8, quiet=True))
+    seen = []
+
+    def should_stop():
+        run = search.current
+        assert run.tree is not None  # on the core
+        root = run.current_root()
+        seen.append(root.visits - sum(c.visits for c in root.children))
+        return False
+
+    search.ponder(positions[0], should_stop=should_stop)
+    assert len(seen) > 5 and set(seen) == {1}

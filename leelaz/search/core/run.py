@@ -16,14 +16,20 @@ device while the next is collected, as SearchRun does. Everything before the fir
 (the root: reuse, evaluation, superko, noise) and after the last (statistics, the move
 choice) is the Python search's code on the UCTNode tree the core writes back.
 
-Covered: `UCTSearch.think` (genmove, lz-genmove_analyze) and `UCTSearch.ponder` (pondering,
-lz-analyze) at any batch size, noise, time management (pruning included), tree reuse (through
-the conversions), move restrictions (avoid/allow: the leaves' expansion filters their points as
-SearchRun.expand does), progress reports (the UCTNodes are brought up to date before each
+Covered: `UCTSearch.think` (genmove, lz-genmove_analyze), `UCTSearch.ponder` (pondering,
+lz-analyze) and a driver's steps after `UCTSearch.start_move` (self-play: `collect`, `apply`
+or `apply_evaluations`, `after_batch`, which writes the tree back when it stops the run, then
+`finish`), at any batch size, noise, time management (pruning included), tree reuse (through
+the conversions), move restrictions (avoid/allow: the leaves' expansion filters their points
+as SearchRun.expand does), progress reports (the UCTNodes are brought up to date before each
 snapshot, writing only the rows changed since the last), memory limits (the run hands its
 tree back to the Python search once memory pressure trims expansions, see `_hand_over`). Not
-covered, so the Python search runs: the dynamic-komi modes and dynamic FPU, forced playouts,
-self-play's step API. `covers` decides; tests/test_search_core.py checks each fallback.
+covered, so the Python search runs: the dynamic-komi modes and dynamic FPU, self-play's
+forced playouts, and `UCTSearch.start`'s other drivers (review). `covers` decides;
+tests/test_search_core.py checks each fallback.
+
+A call begun before the kernels are ready runs its batches on the Python search and switches
+to the core between two batches once they are (`_hand_over_or_switch`).
 
 The switch: the core runs where it covers the call once its kernels are ready (compiled
 once per install, off the clock: see `kernels`); LEELAZ_SEARCH_CORE=python forces the Python
@@ -372,9 +378,57 @@ class CoreRun(SearchRun):
         self._take_tree()
 
     # ------------------------------------------------------------------ the loop
+    def begin(self, limits, progress) -> None:
+        super().begin(limits, progress)
+        self._early_stop = _SyncedEarlyStop(self._early_stop)
+
+    def _hand_over_or_switch(self) -> None:
+        """Before a batch: memory pressure hands the tree to the Python search; kernels
+        that got ready take it to the core."""
+        if self.tree is not None:
+            if self.min_psa_ratio() > 0.0:
+                self._hand_over()
+        elif self._may_switch and _kernels is not None and self.min_psa_ratio() <= 0.0:
+            self._switch()
+
+    # ------------------------------------------------------------------ the steps
+    # (a driver's own loop: self-play's, see SearchRun's module docstring)
+    def collect(self, limit: int):
+        self._hand_over_or_switch()
+        if self.tree is None:
+            return super().collect(limit)
+        return self.core_collect(limit)
+
+    def apply(self, batch) -> None:
+        if isinstance(batch, CoreBatch):
+            self.core_apply(batch)
+        else:
+            super().apply(batch)
+
+    def apply_evaluations(self, batch, evals) -> None:
+        if not isinstance(batch, CoreBatch):
+            super().apply_evaluations(batch, evals)
+            return
+        if len(evals) != len(batch.leaves):
+            self.forget(batch)
+            raise ValueError(f"evaluator answered {len(evals)} of {len(batch.leaves)} states")
+        self._core_expand(batch, evals)
+
+    def expands_plainly(self, batch) -> bool:
+        """A core batch is expanded by the kernels (`apply`), never by expand_together."""
+        return not isinstance(batch, CoreBatch) and super().expands_plainly(batch)
+
+    def after_batch(self, did: int) -> bool:
+        """SearchRun's rules; when they stop the run and no batch is in flight, the tree is
+        written back for `UCTSearch.finish` (a driver's steps end there)."""
+        go_on = super().after_batch(did)
+        if not go_on and self.tree is not None and self.in_flight is None:
+            self._write_back()
+        return go_on
+
+    # ------------------------------------------------------------------ run
     def run(self, limits, progress) -> None:
         self.begin(limits, progress)
-        self._early_stop = _SyncedEarlyStop(self._early_stop)
         pipelined = self.batch_size > 1 and self.evaluator.asynchronous
         if pipelined:  # as SearchRun.run: the expansion's kernels, should the run hand over
             search_run.request_compiled()
@@ -382,11 +436,7 @@ class CoreRun(SearchRun):
         gc.collect()
         try:
             while True:
-                if self.tree is not None and self.min_psa_ratio() > 0.0:
-                    self._hand_over()
-                elif (self.tree is None and self._may_switch and _kernels is not None
-                      and self.min_psa_ratio() <= 0.0):
-                    self._switch()
+                self._hand_over_or_switch()
                 if self.tree is None:
                     if pipelined:
                         did = self._step_pipelined(self.next_batch_size(pipelined=True))
@@ -410,6 +460,11 @@ class CoreRun(SearchRun):
         if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
             self.gather_reports(False)  # as SearchRun.run: one report at least
             progress.on_progress(self.snapshot())
+
+    def current_root(self):
+        if self.tree is not None:
+            self._write_back()
+        return self.root
 
     def snapshot(self, move=None, root=None):
         """SearchRun.snapshot on the UCTNodes, brought up to date first (progress reports:
@@ -531,7 +586,9 @@ class CoreRun(SearchRun):
     def core_apply(self, batch: CoreBatch) -> None:
         """Wait for the batch's evaluations, then expand and back up: the children's keys in
         one kernel call, their order by NumPy, the children and the backups in another."""
-        evals = self._evaluations(batch)
+        self._core_expand(batch, self._evaluations(batch))
+
+    def _core_expand(self, batch: CoreBatch, evals) -> None:
         n = len(batch.leaves)
         policies = np.concatenate([ev.policy for ev in evals]).reshape(n, 362)
         policies = policies.astype(np.float32, copy=False)
