@@ -658,3 +658,26 @@ def test_a_reader_between_batches_sees_the_tree_as_it_is(monkeypatch, tiny_net, 
 
     search.ponder(positions[0], should_stop=should_stop)
     assert len(seen) > 5 and set(seen) == {1}
+
+
+def _loading_in_child(queue) -> None:
+    queue.put(core_run._loading is None)
+
+
+def test_a_forked_child_loads_the_kernels_anew(monkeypatch):
+    """A process forked while its parent loads the kernels (a helper search process, a
+    self-play worker) has no loading thread of its own: it must start one when asked, not
+    wait for its parent's forever (on the Python search)."""
+    import multiprocessing
+    import os
+
+    if not hasattr(os, "register_at_fork"):
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(core_run, "_kernels", None)
+    monkeypatch.setattr(core_run, "_loading", _Loading())
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_loading_in_child, args=(queue,))
+    child.start()
+    assert queue.get(timeout=60) is True
+    child.join(60)

@@ -142,6 +142,20 @@ def _load() -> None:
     _kernels = k
 
 
+def _after_fork() -> None:
+    """A forked child (a helper search process, a self-play worker) has no loading thread
+    nor child of its parent's: it starts its own when asked, unless the kernels it
+    inherited are ready."""
+    global _loading, _child, _child_lock
+    _child, _child_lock = None, threading.Lock()
+    if _kernels is None:
+        _loading = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def _cached(k) -> bool:
     """Whether numba's disk cache holds every kernel compiled for this source (its index
     files, read as numba reads them: a changed source leaves them empty). Functions inlined
