@@ -362,3 +362,21 @@ def test_bench_startup_runs(lz_binary, random_weights):
     assert ratio == pytest.approx(float(medians["leelaz later start"])
                                   / float(medians["LZ 0.17 --cpu-only"]), rel=0.1)  # 3 decimals
     assert re.search(r"^leelaz first start\s+[\d.]+\s+[\d.]+$", done.stdout, re.M)
+
+
+def test_bench_startup_times_the_first_two_moves(tmp_path, random_weights):
+    """--genmove: each kind's two replies, timed from the spawn, the second after the first
+    (an engine that answers the second move a known time after the first)."""
+    fake = tmp_path / "fake_engine.py"
+    fake.write_text("import sys, time\nfor line in sys.stdin:\n"
+                    "    if line.startswith('genmove w'): time.sleep(0.3)\n"
+                    "    if line.startswith('genmove'): print('= D4\\n', flush=True)\n"
+                    "    if line.startswith('quit'): break\n")
+    engine = f"{sys.executable} {fake}"
+    done = leelaz("bench", "startup", "--genmove", "50", "--runs", "1", "-w",
+                  random_weights(1, 8), "--ours", engine, "--reference", engine)
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^(leelaz core, numba cached|leelaz core, fresh cache|leelaz Python "
+                      r"search|LZ 0\.17 --cpu-only)\s+([\d.]+)\s+([\d.]+)", done.stdout, re.M)
+    assert len(rows) == 4
+    assert all(float(second) - float(first) >= 0.3 for _, first, second in rows)
