@@ -681,3 +681,29 @@ def test_a_forked_child_loads_the_kernels_anew(monkeypatch):
     child.start()
     assert queue.get(timeout=60) is True
     child.join(60)
+
+
+def test_the_kernels_load_only_when_no_move_is_on_the_clock(monkeypatch):
+    """Loading numba holds the GIL for most of a second: it waits until no genmove has been
+    searching for IDLE_SECONDS (the opponent's time)."""
+    import time
+    from types import SimpleNamespace
+
+    began = []
+
+    def import_module(name):
+        began.append(time.monotonic())
+        raise ImportError(name)  # (as without numba: nothing is loaded)
+
+    monkeypatch.setattr(core_run, "importlib", SimpleNamespace(import_module=import_module))
+    for name, value in (("_kernels", None), ("_loading", None), ("_hurry", False),
+                        ("_said_missing", True), ("_clocked", 0), ("_clock_free_since", 0.0)):
+        monkeypatch.setattr(core_run, name, value)
+    core_run.on_clock(True)
+    core_run.kernels()
+    time.sleep(0.5)
+    assert not began  # a move is being searched
+    core_run.on_clock(False)
+    ended = time.monotonic()
+    core_run._loading.join(10)
+    assert began and began[0] - ended >= 0.9 * core_run.IDLE_SECONDS

@@ -201,6 +201,7 @@ class UCTSearch:
         tc = state.time_control if use_clock else None
         if tc is not None:
             tc.start(color)
+        core.on_clock(True)  # the compiled core loads only off the clock
         try:
             run, limits = self.start_move(state, color, time_limit_cs=time_limit_cs,
                                           max_visits=max_visits, max_playouts=max_playouts,
@@ -219,6 +220,7 @@ class UCTSearch:
             # milliseconds per move, which over a game would eat the whole lag buffer.
             if tc is not None:
                 tc.stop(color)
+            core.on_clock(False)
             core.start_loading()  # the compiled core, for the next calls (off this clock)
 
     def ponder(self, state, *, should_stop: Callable[[], bool],

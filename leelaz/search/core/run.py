@@ -45,6 +45,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +82,8 @@ def core_enabled() -> bool:
 def kernels(wait: bool = False):
     """search/core/kernels once ready, else None (the Python search serves meanwhile).
 
-    The first call starts a background thread (`_load`) that imports numba and readies
+    The first call starts a background thread (`_load`) that waits until no move is on the
+    clock (`on_clock`), then imports numba and readies
     every kernel for the exact argument types a search passes, by running a small search
     on the core. numba keeps the machine code on disk (kernels.CACHE), so only a fresh
     install compiles, and it does so in a child process of low priority (`_compile_apart`)
@@ -89,14 +91,42 @@ def kernels(wait: bool = False):
     the GIL for some 10 s, never slows a move on the clock. Later processes, and this one
     once the child is done, only load the cached code. `wait` blocks until the thread is
     done (tests, benchmarks). Without numba: None, and one line on stderr saying so."""
-    global _loading
+    global _loading, _hurry
     if _kernels is None and _loading is None:
         _loading = threading.Thread(target=_load, name="leelaz-core-compile", daemon=True)
         _loading.start()
         atexit.register(_stop_loading)  # never tear the interpreter down under the compiler
     if (wait or os.environ.get(WAIT_VARIABLE) == "1") and _loading is not None:
+        _hurry = True
         _loading.join()
     return _kernels
+
+
+#: How long no move may have been on the clock before the loading begins.
+IDLE_SECONDS = 0.25
+_clocked = 0  # moves on the clock now (genmove's searches)
+_clock_free_since = 0.0  # time.monotonic() when the last one ended
+_hurry = False  # someone waits for the kernels: no waiting for a quiet moment
+
+
+def on_clock(active: bool) -> None:
+    """A move's search begins (True) or ends (False) on the clock (UCTSearch.think).
+
+    Why: importing numba and loading the cached kernels take about 0.7 s of a core, most
+    of it holding the GIL; begun while a move is searched, they would slow it (its
+    second reply came 0.4 s later when two genmoves were sent back to back, `leelaz bench
+    startup --genmove`). So `_load` begins only once no move has been on the clock for
+    IDLE_SECONDS: in a game, during the opponent's time."""
+    global _clocked, _clock_free_since
+    _clocked += 1 if active else -1
+    if not active:
+        _clock_free_since = time.monotonic()
+
+
+def _wait_for_quiet() -> None:
+    while not _hurry and not _exiting and (
+            _clocked > 0 or time.monotonic() - _clock_free_since < IDLE_SECONDS):
+        time.sleep(0.05)
 
 
 def _stop_loading() -> None:
@@ -113,6 +143,9 @@ def _stop_loading() -> None:
 
 def _load() -> None:
     global _kernels, _module, _said_missing
+    _wait_for_quiet()
+    if _exiting:
+        return
     try:
         k = importlib.import_module("leelaz.search.core.kernels")
     except ImportError:
@@ -146,8 +179,8 @@ def _after_fork() -> None:
     """A forked child (a helper search process, a self-play worker) has no loading thread
     nor child of its parent's: it starts its own when asked, unless the kernels it
     inherited are ready."""
-    global _loading, _child, _child_lock
-    _child, _child_lock = None, threading.Lock()
+    global _loading, _child, _child_lock, _clocked
+    _child, _child_lock, _clocked = None, threading.Lock(), 0
     if _kernels is None:
         _loading = None
 
