@@ -428,14 +428,11 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
     assert core_run.covers(search, restrictions=_Tags(), on_progress=print, pondering=True)
     dynamic = UCTSearch(tiny_net(), SearchParams(max_visits=50, dynamic_fpu=True, quiet=True))
     assert not core_run.covers(dynamic)
-    forced = UCTSearch(tiny_net(), SearchParams(max_visits=50, forced_playouts_k=2.0,
-                                                quiet=True))
-    assert not core_run.covers(forced)
     used = []
     monkeypatch.setattr(core_run.CoreRun, "core_collect", lambda run, limit: used.append(1))
     dynamic.think(state, state.to_move, use_clock=False)
-    forced.ponder(state, should_stop=lambda: forced.current is not None
-                  and forced.current.root.visits >= 20)
+    dynamic.ponder(state, should_stop=lambda: dynamic.current is not None
+                   and dynamic.current.root.visits >= 20)
     assert not used
     monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
     assert not core_run.covers(search)  # the reference, on request
@@ -605,13 +602,14 @@ def test_a_genmove_starts_loading_the_kernels_only_once_answered(monkeypatch, ti
     assert loading  # the core's
 
 
-@pytest.mark.parametrize("parallel", [1, 3])
+@pytest.mark.parametrize("parallel,forced_k", [(1, 0.0), (3, 0.0), (3, 2.0)])
 def test_selfplay_games_on_the_core_are_the_python_searchs(monkeypatch, tmp_path,
-                                                          random_weights, parallel):
+                                                          random_weights, parallel, forced_k):
     """Self-play drives the search in steps (selfplay/game.py: start_move, collect, one
     network call for every game's leaves, apply, after_batch, finish): with its own
-    settings (noise, random opening moves, 6 leaves a batch, tree reuse) the games and
-    training chunks on the core are the Python search's, byte for byte."""
+    settings (noise, random opening moves, 6 leaves a batch, tree reuse; forced playouts
+    and target pruning with forced_k) the games and training chunks on the core are the
+    Python search's, byte for byte."""
     import glob
     import re
 
@@ -631,7 +629,7 @@ def test_selfplay_games_on_the_core_are_the_python_searchs(monkeypatch, tmp_path
         monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
         out = tmp_path / mode
         play_selfplay(random_weights(1, 16), str(out), 3, visits=60, parallel=parallel,
-                      seed=3, cpu_only=True, progress=False, max_moves=40)
+                      seed=3, cpu_only=True, progress=False, max_moves=40, forced_k=forced_k)
         monkeypatch.setattr(core_run.CoreRun, "core_collect", original)
         sgfs = sorted(glob.glob(str(out / "*.sgf")))
         texts[mode] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),

@@ -8,7 +8,8 @@ mailbox board with captures and the positional-superko test), `expansion_keys` a
 sorted by NumPy in between; then the backups) and the board helpers they share. Imports: numpy and numba only.
 
 Each is the deliberate compiled copy of the Python reference, which stays the authority:
-- selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child);
+- selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child),
+  `RootSelector.select` and `forced_child` (search/select.py);
 - the board: `Board.play_move` / `_place` / `_merge` / `_remove_string` (game/board.py;
   src/FullBoard.cpp, src/FastBoard.cpp), the stones-only ko hash only, since the descent
   needs nothing else of a position (the evaluator's positions are the Python boards);
@@ -374,6 +375,28 @@ def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins,
     return best
 
 
+@njit(cache=CACHE, nogil=True)
+def forced_child(forced_k, vlw, visits, vl, prior, status, first, inflated, cnode):
+    """node.RootSelector.forced_child over the arrays (self-play's forced playouts): the
+    first visited, ACTIVE root child in child order whose visits, pending ones counted, are
+    below select.forced_visits of its prior; -1 when none is owed any."""
+    lo = first[0]
+    hi = lo + inflated[0]
+    total = 0
+    for c in range(lo, hi):
+        nd = cnode[c]
+        if status[nd] != INVALID:
+            total += visits[nd]
+    for c in range(lo, hi):
+        nd = cnode[c]
+        n = visits[nd]
+        if n and status[nd] == ACTIVE:
+            pending = vl[nd] / max(1, vlw)
+            if n + pending < math.sqrt(forced_k * prior[nd] * total):
+                return c
+    return -1
+
+
 @njit(cache=CACHE, nogil=True, inline="always")
 def _fresh_node(nd, p, visits, wins, vl, prior, net, status):
     visits[nd] = 0
@@ -415,13 +438,14 @@ def _backup(path, length, value, vlw, visits, wins, m2, vl):
 # ------------------------------------------------------------------ one batch
 @njit(cache=CACHE, nogil=True)
 def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_const, vlw,
-            komi, seen, delta,
+            forced_k, komi, seen, delta,
             visits, wins, m2, vl, prior, net, status, expanded, first, count, inflated,
             cnode, cmove, cprior, nodes_used, nmove,
             rsq, rpar, rnxt, rlibs, rstn, rmeta,
             lsq, lpar, lnxt, llibs, lstn, lmeta,
             paths, lengths, colors, hashes, counters, touched):
-    """SearchRun.collect: up to `limit` descents from the root (node 0) under virtual loss.
+    """SearchRun.collect: up to `limit` descents from the root (node 0) under virtual loss,
+    the root's child forced first where `forced_k` > 0 (`forced_child`).
     Leaves are left in paths/lengths/colors and their positions in the l* board rows;
     terminal playouts are backed up at once. counters: [leaves, done (terminal playouts)].
     A path longer than paths' width ends as a repetition would (never in a real game)."""
@@ -457,8 +481,13 @@ def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_co
                 kind = NOVALUE
                 break
             if node == 0:
-                c = root_select(color, fpu, c_puct, log_puct, log_const, visits, wins, vl,
-                                prior, net, status, first, inflated, cnode, touched)
+                c = -1
+                if forced_k > 0.0:  # self-play's forced playouts (off in every other search)
+                    c = forced_child(forced_k, vlw, visits, vl, prior, status, first,
+                                     inflated, cnode)
+                if c < 0:
+                    c = root_select(color, fpu, c_puct, log_puct, log_const, visits, wins,
+                                    vl, prior, net, status, first, inflated, cnode, touched)
             else:
                 c = select_child(node, color, fpu, c_puct, log_puct, log_const, visits, wins,
                                  vl, prior, net, status, first, count, inflated, cnode, cmove,

@@ -24,8 +24,9 @@ the conversions), move restrictions (avoid/allow: the leaves' expansion filters 
 as SearchRun.expand does), progress reports (the UCTNodes are brought up to date before each
 snapshot, writing only the rows changed since the last), memory limits (the run hands its
 tree back to the Python search once memory pressure trims expansions, see `_hand_over`). Not
-covered, so the Python search runs: the dynamic-komi modes and dynamic FPU, self-play's
-forced playouts, and `UCTSearch.start`'s other drivers (review). `covers` decides;
+covered, so the Python search runs: the dynamic-komi modes and dynamic FPU, and
+`UCTSearch.start`'s other drivers (review). Self-play's forced playouts are
+`kernels.forced_child`. `covers` decides;
 tests/test_search_core.py checks each fallback.
 
 A call begun before the kernels are ready runs its batches on the Python search and switches
@@ -296,15 +297,15 @@ def _warm_up() -> None:
 def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> bool:
     """Whether a call with these features runs on a CoreRun (see the module docstring):
     genmove, lz-genmove_analyze, pondering and lz-analyze, with or without move
-    restrictions and progress reports; not the dynamic-komi modes, dynamic FPU or
-    self-play's forced playouts. The kernels must be ready, or loading: a CoreRun starts on
+    restrictions and progress reports, self-play's forced playouts; not the dynamic-komi
+    modes or dynamic FPU. The kernels must be ready, or loading: a CoreRun starts on
     the Python batches and switches to the core when they are (`CoreRun.run`).
 
     When the loading starts: a genmove never starts it (`start_loading`, once the move is
     answered, does), so that neither the first reply nor its move waits on numba; pondering
     and lz-analyze, which no clock waits for, start it at once."""
-    if not (core_enabled() and search.dynamic_komi is None and not search.params.dynamic_fpu
-            and not search.params.forced_playouts_k):  # self-play's forced playouts
+    if not (core_enabled() and search.dynamic_komi is None
+            and not search.params.dynamic_fpu):
         return False
     if pondering or os.environ.get(WAIT_VARIABLE) == "1":
         kernels()
@@ -579,7 +580,7 @@ class CoreRun(SearchRun):
         rsq, rpar, rnxt, rlibs, rstn, rmeta = self._root_board
         used_before = int(t.nodes_used[0])
         self._k.collect(limit, self.color, p.root_fpu_reduction(), p.fpu_reduction, p.c_puct,
-                        p.log_puct, p.log_const, p.virtual_loss,
+                        p.log_puct, p.log_const, p.virtual_loss, float(p.forced_playouts_k),
                         self.root_state.scoring_komi, self._seen, _delta(),
                         t.visits, t.wins, t.m2, t.vl, t.prior, t.net, t.status, t.expanded,
                         t.first, t.count, t.inflated, t.cnode, t.cmove, t.cprior,
