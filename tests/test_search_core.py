@@ -1,15 +1,19 @@
 """The compiled search core (search/core/) against the Python search, its reference.
 
 The same search (seed, parameters, evaluator, position) is run twice, once on the Python
-search and once on the core (LEELAZ_SEARCH_CORE=compiled), and the two trees must be the
-same node for node: moves, visits, statuses, child counts, the values backed up (to 1e-9),
+search and once on the core (LEELAZ_SEARCH_CORE=python / compiled), and the two trees must be
+the same node for node: moves, visits, statuses, child counts, the values backed up (to 1e-9),
 and the same chosen move, winrate and principal variation. The positions are the 9-dan
 games' (the `tygem_dir` fixture) at several moves, the networks a tame random one (NumPy) and
-the shipped 6x128; batches of 1 (`-t 1`), 4 and 16, pipelined or not, with and without root
-noise; then tree reuse, time management's pruning and the hand-over under memory pressure.
-The core's board is checked against game/board.py move for move on whole games (captures,
-ko, suicide), and the calls it does not cover yet are shown to run on the Python search.
-"""
+the shipped 6x128; batches of 1 (`-t 1`), 4, 8 and 16, pipelined or not, with and without root
+noise; genmove, lz-genmove_analyze and lz-analyze (pondering) with avoid/allow and minmoves
+(the same info line at every report), self-play's stepped games (the same SGFs and chunks);
+then tree reuse, time management's pruning, the hand-over under memory pressure and the
+switch from the Python search when the kernels get ready mid-call. The core's board is
+checked against game/board.py move for move on whole games (captures, ko, suicide); the
+calls it does not cover are shown to run on the Python search; numba's cache: a fresh
+install compiles in a child process, a quit during it is clean, no writable cache is no
+failure."""
 
 from __future__ import annotations
 
@@ -185,6 +189,143 @@ def test_the_same_trees_with_the_shipped_network(monkeypatch, positions):
                      fixed_symmetry=0)
 
 
+class _Clock:
+    """A clock that moves 20 ms a batch (SearchRun.after_batch), so that the progress
+    reports of lz-analyze / lz-genmove_analyze (one a batch at interval 1) and the batch
+    sizes while pondering (the measured time per leaf stays 0) are the same in both
+    searches, whatever the machine's speed."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _analyze(monkeypatch, mode, net, state, tags_text, *, genmove, visits=300, batch=8,
+             noise=False, seed=1):
+    """One lz-analyze (a ponder) or lz-genmove_analyze (a think) with these tags, as the
+    GTP command runs it: the info lines of every report, the final result, the search."""
+    from types import SimpleNamespace
+
+    from leelaz.gtp.analysis import format_info_line, parse_analyze_tags
+    from leelaz.search import run as search_run
+    from leelaz.search import search as search_module
+
+    tags = parse_analyze_tags(tags_text.split(), state.to_move, state.move_num)
+    clock = _Clock()
+    fake_time = SimpleNamespace(monotonic=clock.monotonic)
+    lines = []
+    with monkeypatch.context() as patched:
+        patched.setattr(search_run, "time", fake_time)
+        patched.setattr(search_module, "time", fake_time)
+        after_batch = search_run.SearchRun.after_batch
+
+        def ticking(run, did):
+            clock.now += 0.02
+            return after_batch(run, did)
+
+        patched.setattr(search_run.SearchRun, "after_batch", ticking)
+        patched.setenv(core_run.CORE_VARIABLE, mode)
+        evaluator = net()
+        evaluator.cache = NNCache(100_000)
+        search = UCTSearch(evaluator, SearchParams(max_visits=visits, batch_size=batch,
+                                                   quiet=True, noise=noise, timemanage="off",
+                                                   fixed_symmetry=0), rng=seed)
+        used = []
+        original = core_run.CoreRun.core_collect
+
+        def spy(run, limit):
+            used.append(limit)
+            return original(run, limit)
+
+        patched.setattr(core_run.CoreRun, "core_collect", spy)
+
+        def report(result):
+            lines.append(format_info_line(result, tags.min_moves))
+
+        if genmove:
+            result = search.think(state, tags.who, restrictions=tags, on_progress=report,
+                                  progress_interval_cs=tags.interval_cs, use_clock=False,
+                                  time_limit_cs=10**7)
+        else:
+            state = state.copy()
+            state.set_to_move(tags.who)
+            result = search.ponder(state, should_stop=lambda: False, on_progress=report,
+                                   progress_interval_cs=tags.interval_cs, restrictions=tags)
+    return search, result, lines + [format_info_line(result, tags.min_moves)], used
+
+
+#: lz-analyze tags: every batch reported, at least 8 moves listed; Black may not play the
+#: 4-4 and 3-4 points of one corner (nor anywhere on the left edge) for its next 3 moves,
+#: White only on the right half for its next 2. `{}` is the side analyzed.
+RESTRICTED = "{} interval 1 minmoves 8 avoid b D4,C4,D3,A1:A19 3 allow w K1:T19 2"
+PLAIN = "{} 1 minmoves 5"
+
+
+def _same_analysis(monkeypatch, net, state, tags, **kwargs):
+    color = "b" if state.to_move == BLACK else "w"
+    py, py_result, py_lines, py_used = _analyze(monkeypatch, "python", net, state,
+                                                tags.format(color), **kwargs)
+    co, co_result, co_lines, co_used = _analyze(monkeypatch, "compiled", net, state,
+                                                tags.format(color), **kwargs)
+    assert not py_used and co_used, "the switch chose the wrong search"
+    assert len(py_lines) > 3  # a report a batch, then the final one
+    assert co_lines == py_lines
+    assert _signature(co.root) == _signature(py.root)
+    assert co.root.visits == py.root.visits and co.nodes == py.nodes
+    assert co_result.move == py_result.move
+    return py, co, py_lines
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("noise", [False, True])
+@pytest.mark.parametrize("genmove", [False, True], ids=["lz-analyze", "lz-genmove_analyze"])
+def test_the_same_analysis_with_avoid_and_allow(monkeypatch, tiny_net, positions, batch,
+                                                noise, genmove):
+    """lz-analyze (pondering) and lz-genmove_analyze with avoid/allow and minmoves on real
+    positions: the same info line at every report, the same tree, the same move; and the
+    restrictions do bite (no avoided move below the root, none outside the allowed half)."""
+    for state in positions[:2]:
+        py, co, lines = _same_analysis(monkeypatch, tiny_net, state, RESTRICTED,
+                                       genmove=genmove, batch=batch, noise=noise)
+        assert " D4 " not in lines[-1] and "info move D4 " not in lines[-1]
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+def test_the_same_pondering(monkeypatch, tiny_net, positions, batch):
+    """Pondering (lz-analyze without restrictions) to a visit limit, then a genmove on the
+    kept tree: the same reports, trees and moves."""
+    for state in positions:
+        _same_analysis(monkeypatch, tiny_net, state, PLAIN, genmove=False, batch=batch,
+                       noise=batch > 1, visits=400)
+
+
+def test_restrictions_reach_below_the_root(monkeypatch, tiny_net, positions):
+    """Black avoids the left half for 3 moves: no Black child made on it at depths 0 and 2
+    of the core's tree, and White's replies (depth 1) are unrestricted."""
+    state = positions[1]
+    if state.to_move != BLACK:
+        state = state.copy()
+        state.set_to_move(BLACK)
+    co, _, _, _ = _analyze(monkeypatch, "compiled", tiny_net, state,
+                           "b 1 avoid b A1:J19 3", genmove=False, visits=300, batch=8)
+    from leelaz.game.coords import xy
+    left = [0, 0, 0]
+    white_left = 0
+    stack = [(co.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        for move in node.children_moves():
+            if move >= 0 and xy(move)[0] < 9:
+                if depth % 2 == 0 and depth < 3:
+                    left[depth] += 1
+                elif depth == 1:
+                    white_left += 1
+        stack += [(c, depth + 1) for c in node.children if depth < 2]
+    assert left == [0, 0, 0] and white_left > 0
+
+
 def test_the_same_trees_after_tree_reuse(monkeypatch, tiny_net, positions):
     trees = {}
     for mode in ("python", "compiled"):
@@ -284,26 +425,17 @@ def test_calls_the_core_does_not_cover_run_on_the_python_search(monkeypatch, tin
     search = UCTSearch(tiny_net(), SearchParams(max_visits=50, batch_size=4, quiet=True))
     state = positions[0]
     assert core_run.covers(search)
-    assert not core_run.covers(search, restrictions=_Tags())
-    assert not core_run.covers(search, on_progress=print)
-    assert not core_run.covers(search, pondering=True)
+    assert core_run.covers(search, restrictions=_Tags(), on_progress=print, pondering=True)
     dynamic = UCTSearch(tiny_net(), SearchParams(max_visits=50, dynamic_fpu=True, quiet=True))
     assert not core_run.covers(dynamic)
-    forced = UCTSearch(tiny_net(), SearchParams(max_visits=50, forced_playouts_k=2.0,
-                                                quiet=True))
-    assert not core_run.covers(forced)
     used = []
     monkeypatch.setattr(core_run.CoreRun, "core_collect", lambda run, limit: used.append(1))
-    search.think(state, state.to_move, use_clock=False, restrictions=_Tags())
-    search.think(state, state.to_move, use_clock=False, on_progress=lambda r: None,
-                 progress_interval_cs=1)
-    search.ponder(state, should_stop=lambda: search.current is not None
-                  and search.current.root.visits >= 20)
+    dynamic.think(state, state.to_move, use_clock=False)
+    dynamic.ponder(state, should_stop=lambda: dynamic.current is not None
+                   and dynamic.current.root.visits >= 20)
     assert not used
-    monkeypatch.delenv(core_run.CORE_VARIABLE)
-    assert not core_run.covers(search)  # the default: the Python search
     monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
-    assert not core_run.covers(search)
+    assert not core_run.covers(search)  # the reference, on request
 
 
 def test_without_numba_one_line_says_so_and_the_python_search_runs(monkeypatch, capsys,
@@ -325,3 +457,251 @@ def test_without_numba_one_line_says_so_and_the_python_search_runs(monkeypatch, 
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["leelaz: numba is not installed, so the search runs in pure Python "
                      "(pip install numba)"]
+
+
+def test_the_core_is_the_default_and_python_forces_the_reference(monkeypatch, tiny_net,
+                                                                  positions):
+    monkeypatch.delenv(core_run.CORE_VARIABLE, raising=False)
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=40, batch_size=4, quiet=True))
+    used = []
+    original = core_run.CoreRun.core_collect
+
+    def spy(run, limit):
+        used.append(limit)
+        return original(run, limit)
+
+    monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
+    search.think(positions[0], positions[0].to_move, use_clock=False)
+    assert used, "the default did not search on the core"
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
+    assert not core_run.covers(search)
+    used.clear()
+    search.think(positions[0], positions[0].to_move, use_clock=False)
+    assert not used
+
+
+def test_where_numba_can_keep_no_cache_the_kernels_compile_without_it(monkeypatch):
+    """numba refuses cache=True where neither the sources' folder nor the user's cache
+    directory is writable (here: no cache locator applies); the kernels must still load."""
+    from numba.core import config
+
+    from leelaz.search.core import kernels
+
+    assert kernels._can_cache()
+    monkeypatch.setattr(config, "CACHE_LOCATOR_CLASSES",
+                        "numba.core.caching.IPythonCacheLocator")  # none for a .py file
+    assert not kernels._can_cache()
+
+
+_FRESH_PROCESS = """
+import sys, time
+import leelaz.search.search
+from leelaz.search.core import run
+from numba.core.registry import CPUDispatcher
+if sys.argv[1] == "quit":
+    run.kernels()
+    time.sleep(1.0)
+    sys.exit(0)
+k = run.kernels(wait=True)
+misses = sum(sum(f.stats.cache_misses.values()) for f in vars(k).values()
+             if isinstance(f, CPUDispatcher))
+hits = sum(sum(f.stats.cache_hits.values()) for f in vars(k).values()
+           if isinstance(f, CPUDispatcher))
+print(misses, hits)
+"""
+
+
+def test_a_cold_cache_is_compiled_in_a_child_and_a_quit_stops_it(tmp_path):
+    """A fresh install (an empty numba cache): the process that needs the kernels compiles
+    nothing itself (a child fills the cache; it only loads), and a quit while the child
+    compiles ends at once and cleanly."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(tmp_path / "quit"))
+    env.pop(core_run.CORE_VARIABLE, None)
+    quit_ = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, "quit"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert quit_.returncode == 0 and quit_.stderr == ""
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cold")
+    cold = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, "wait"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert cold.returncode == 0, cold.stderr
+    misses, hits = map(int, cold.stdout.split())
+    assert misses == 0 and hits > 0
+    assert any((tmp_path / "cold").rglob("*.nbi"))
+
+
+class _Loading:
+    """A loading thread that is still at work."""
+
+    def is_alive(self) -> bool:
+        return True
+
+    def join(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_ponder_switches_to_the_core_when_its_kernels_get_ready(monkeypatch, tiny_net,
+                                                                 positions, batch):
+    """lz-analyze starts while the kernels still load: its first batches are the Python
+    search's, the rest the core's once they are ready, and everything is as the Python
+    search alone would have it (reports, tree)."""
+    from leelaz.search import run as search_run
+
+    state = positions[1]
+    tags = PLAIN.format("b" if state.to_move == BLACK else "w")
+    py, _, py_lines, _ = _analyze(monkeypatch, "python", tiny_net, state, tags,
+                                  genmove=False, batch=batch)
+    ready = core_run._kernels
+    with monkeypatch.context() as patched:
+        patched.setattr(core_run, "_kernels", None)
+        patched.setattr(core_run, "_loading", _Loading())
+        after_batch = search_run.SearchRun.after_batch
+        batches = []
+
+        def ready_after_four(run, did):
+            batches.append(run.tree is None)
+            if len(batches) == 4:
+                core_run._kernels = ready
+            return after_batch(run, did)
+
+        patched.setattr(search_run.SearchRun, "after_batch", ready_after_four)
+        co, _, co_lines, co_used = _analyze(patched, "compiled", tiny_net, state, tags,
+                                            genmove=False, batch=batch)
+    assert batches[:4] == [True] * 4 and not any(batches[4:]) and co_used
+    assert co_lines == py_lines
+    assert _signature(co.root) == _signature(py.root)
+
+
+def test_a_genmove_starts_loading_the_kernels_only_once_answered(monkeypatch, tiny_net,
+                                                                positions):
+    monkeypatch.delenv(core_run.CORE_VARIABLE, raising=False)
+    monkeypatch.setattr(core_run, "_kernels", None)
+    monkeypatch.setattr(core_run, "_loading", None)
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=40, batch_size=4, quiet=True))
+    import threading
+
+    loading = []
+    original = core_run.CoreRun.replacing
+
+    def spy(cls, run):
+        if threading.current_thread() is threading.main_thread():  # not the warm-up's
+            loading.append(core_run._loading)
+        return original(run)
+
+    monkeypatch.setattr(core_run.CoreRun, "replacing", classmethod(spy))
+    state = positions[0]
+    search.think(state, state.to_move, use_clock=False)
+    assert not loading and core_run._loading is not None  # Python search, then loading
+    assert core_run.kernels(wait=True) is not None
+    search.think(state, state.to_move, use_clock=False)
+    assert loading  # the core's
+
+
+@pytest.mark.parametrize("parallel,forced_k", [(1, 0.0), (3, 0.0), (3, 2.0)])
+def test_selfplay_games_on_the_core_are_the_python_searchs(monkeypatch, tmp_path,
+                                                          random_weights, parallel, forced_k):
+    """Self-play drives the search in steps (selfplay/game.py: start_move, collect, one
+    network call for every game's leaves, apply, after_batch, finish): with its own
+    settings (noise, random opening moves, 6 leaves a batch, tree reuse; forced playouts
+    and target pruning with forced_k) the games and training chunks on the core are the
+    Python search's, byte for byte."""
+    import glob
+    import re
+
+    from leelaz.selfplay import play_selfplay
+
+    texts = {}
+    for mode in ("python", "compiled"):
+        monkeypatch.setenv(core_run.CORE_VARIABLE, mode)
+        monkeypatch.setenv(core_run.WAIT_VARIABLE, "1")  # the core from the first move
+        used = []
+        original = core_run.CoreRun.core_collect
+
+        def spy(run, limit, original=original, used=used):
+            used.append(limit)
+            return original(run, limit)
+
+        monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
+        out = tmp_path / mode
+        play_selfplay(random_weights(1, 16), str(out), 3, visits=60, parallel=parallel,
+                      seed=3, cpu_only=True, progress=False, max_moves=40, forced_k=forced_k)
+        monkeypatch.setattr(core_run.CoreRun, "core_collect", original)
+        sgfs = sorted(glob.glob(str(out / "*.sgf")))
+        texts[mode] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
+                        gzip.open(s[:-len(".sgf")] + ".txt.0.gz").read()) for s in sgfs]
+        assert bool(used) == (mode == "compiled"), "the switch chose the wrong search"
+    assert len(texts["python"]) == 3
+    assert texts["compiled"] == texts["python"]
+
+
+def test_a_reader_between_batches_sees_the_tree_as_it_is(monkeypatch, tiny_net, positions):
+    """A helper search process reports its tree from should_stop, between two batches
+    (search_processes/helper.py): `current_root` is the core's tree written back, so the
+    root's visits are its own one and its children's."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=200, batch_size=8, quiet=True))
+    seen = []
+
+    def should_stop():
+        run = search.current
+        assert run.tree is not None  # on the core
+        root = run.current_root()
+        seen.append(root.visits - sum(c.visits for c in root.children))
+        return False
+
+    search.ponder(positions[0], should_stop=should_stop)
+    assert len(seen) > 5 and set(seen) == {1}
+
+
+def _loading_in_child(queue) -> None:
+    queue.put(core_run._loading is None)
+
+
+def test_a_forked_child_loads_the_kernels_anew(monkeypatch):
+    """A process forked while its parent loads the kernels (a helper search process, a
+    self-play worker) has no loading thread of its own: it must start one when asked, not
+    wait for its parent's forever (on the Python search)."""
+    import multiprocessing
+    import os
+
+    if not hasattr(os, "register_at_fork"):
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(core_run, "_kernels", None)
+    monkeypatch.setattr(core_run, "_loading", _Loading())
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_loading_in_child, args=(queue,))
+    child.start()
+    assert queue.get(timeout=60) is True
+    child.join(60)
+
+
+def test_the_kernels_load_only_when_no_move_is_on_the_clock(monkeypatch):
+    """Loading numba holds the GIL for most of a second: it waits until no genmove has been
+    searching for IDLE_SECONDS (the opponent's time)."""
+    import time
+    from types import SimpleNamespace
+
+    began = []
+
+    def import_module(name):
+        began.append(time.monotonic())
+        raise ImportError(name)  # (as without numba: nothing is loaded)
+
+    monkeypatch.setattr(core_run, "importlib", SimpleNamespace(import_module=import_module))
+    for name, value in (("_kernels", None), ("_loading", None), ("_hurry", False),
+                        ("_said_missing", True), ("_clocked", 0), ("_clock_free_since", 0.0)):
+        monkeypatch.setattr(core_run, name, value)
+    core_run.on_clock(True)
+    core_run.kernels()
+    time.sleep(0.5)
+    assert not began  # a move is being searched
+    core_run.on_clock(False)
+    ended = time.monotonic()
+    core_run._loading.join(10)
+    assert began and began[0] - ended >= 0.9 * core_run.IDLE_SECONDS

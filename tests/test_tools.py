@@ -427,3 +427,21 @@ def test_bench_analyze_quality_scores_answers_against_the_long_search(tmp_path):
     assert rows["leelaz #2"][:2] == ["0", "4"]
     shown = sum(moves) / 4 + 1  # the top move's visits are the move number, plus T19's one
     assert int(rows["leelaz #1"][3]) == round(shown)
+
+
+def test_bench_startup_times_the_first_two_moves(tmp_path, random_weights):
+    """--genmove: each kind's two replies, timed from the spawn, the second after the first
+    (an engine that answers the second move a known time after the first)."""
+    fake = tmp_path / "fake_engine.py"
+    fake.write_text("import sys, time\nfor line in sys.stdin:\n"
+                    "    if line.startswith('genmove w'): time.sleep(0.3)\n"
+                    "    if line.startswith('genmove'): print('= D4\\n', flush=True)\n"
+                    "    if line.startswith('quit'): break\n")
+    engine = f"{sys.executable} {fake}"
+    done = leelaz("bench", "startup", "--genmove", "50", "--runs", "1", "-w",
+                  random_weights(1, 8), "--ours", engine, "--reference", engine)
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^(leelaz core, numba cached|leelaz core, fresh cache|leelaz Python "
+                      r"search|LZ 0\.17 --cpu-only)\s+([\d.]+)\s+([\d.]+)", done.stdout, re.M)
+    assert len(rows) == 4
+    assert all(float(second) - float(first) >= 0.3 for _, first, second in rows)

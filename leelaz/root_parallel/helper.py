@@ -175,7 +175,8 @@ def _search(conn, search, seq: int, state, params) -> bool:
             if msg[0] == "report":
                 run = search.current
                 if run is not None and not _send(conn, "report", seq,
-                                                 root_report(run.root, run.color)):
+                                                 root_report(run.current_root(),
+                                                             run.color)):
                     going["on"] = False
             elif msg[0] == "quit" or (msg[0] == "stop" and msg[1] == seq):
                 going["on"] = False

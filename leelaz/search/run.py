@@ -551,6 +551,13 @@ class SearchRun:
         return black
 
     # ------------------------------------------------------------------ reports
+    def current_root(self) -> UCTNode:
+        """The root, its tree's statistics up to date, for a reader between two batches
+        that reads the tree itself rather than a `snapshot` (a helper search process's
+        reports, search_processes/helper.py): here the tree is always up to date; the
+        compiled core (search/core/run.py) writes its arrays back first."""
+        return self.root
+
     def snapshot(self, move=None, root: UCTNode | None = None) -> SearchResult:
         """The root's children now (progress reports): `root`, else the search's
         `report_root` of the run's root (its own, or merged with other processes' trees, as

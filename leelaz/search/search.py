@@ -11,7 +11,9 @@ counters (`SearchRun`, the hot path: descent, expansion, backup, pipelining), an
 drivers that batch several searches into one network call (self-play) or act between batches
 (dynamic komi): `UCTSearch.start_move` (or `start`) -> `SearchRun.prepare` -> `begin` and the
 run's `collect` / `apply` / `after_batch` steps (or `run`, with its `between_batches` hook) ->
-`UCTSearch.finish`.
+`UCTSearch.finish`. Where search/core/ covers the call (`core.covers`: genmove's
+`start_move`, `ponder`) the run is its CoreRun, the same steps on compiled kernels; `finish`
+starts loading them for the next calls.
 
 Statistics are kept from Black's side (see node.py); reports use the side to move.
 
@@ -199,12 +201,11 @@ class UCTSearch:
         tc = state.time_control if use_clock else None
         if tc is not None:
             tc.start(color)
+        core.on_clock(True)  # the compiled core loads only off the clock
         try:
             run, limits = self.start_move(state, color, time_limit_cs=time_limit_cs,
                                           max_visits=max_visits, max_playouts=max_playouts,
                                           restrictions=restrictions, clock=tc, started=started)
-            if core.covers(self, restrictions=restrictions, on_progress=on_progress):
-                run = self.current = core.CoreRun.replacing(run)
             run.prepare()
             if self.dynamic_komi is not None:  # genmove adjusts in the first half of its budget
                 self.dynamic_komi.start_run(run, (limits.budget_cs, limits.playouts))
@@ -219,6 +220,8 @@ class UCTSearch:
             # milliseconds per move, which over a game would eat the whole lag buffer.
             if tc is not None:
                 tc.stop(color)
+            core.on_clock(False)
+            core.start_loading()  # the compiled core, for the next calls (off this clock)
 
     def ponder(self, state, *, should_stop: Callable[[], bool],
                on_progress: Callable[[SearchResult], None] | None = None,
@@ -235,6 +238,9 @@ class UCTSearch:
         disable_reuse = bool(restrictions is not None and restrictions.has_move_restrictions)
         try:
             run = self.start(state, color, restrictions, started)
+            if core.covers(self, restrictions=restrictions, on_progress=on_progress,
+                           pondering=True):
+                run = self.current = core.CoreRun.replacing(run)
             self.release_discarded()  # nobody waits on a ponder's start
             run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,
@@ -295,6 +301,8 @@ class UCTSearch:
         `run.begin(limits, Progress())` and the run's steps, then `finish(run)`."""
         p = self.params
         run = self.start(state, color, restrictions, started)
+        if core.covers(self, restrictions=restrictions):  # the compiled core's batches
+            run = self.current = core.CoreRun.replacing(run)
         budget = timemanage.budget_cs(p, run.root_state, run.color, clock, time_limit_cs)
         self.log(f"Thinking at most {budget / 100.0:.1f} seconds...\n")
         limits = Limits(p.max_visits if max_visits is None else max_visits,
@@ -310,8 +318,10 @@ class UCTSearch:
         if not root.has_children():
             result = stats.snapshot(root, run.color, run.root_state.move_num, move=PASS)
             self.last_result = result
-            return result
-        return self._finish_think(run, nopass, noresign)
+        else:
+            result = self._finish_think(run, nopass, noresign)
+        core.start_loading()  # the compiled core, for the next calls (the move is chosen)
+        return result
 
     def gather_reports(self, final: bool) -> None:
         """The step before a report: at each progress report, and at the end of a call

@@ -27,6 +27,8 @@ _NODE_FIELDS = (("visits", np.int64), ("wins", np.float64), ("m2", np.float64),
                 ("status", np.int8), ("expanded", np.bool_), ("first", np.int64),
                 ("count", np.int64), ("inflated", np.int64), ("nmove", np.int16))
 _CHILD_FIELDS = (("cnode", np.int32), ("cmove", np.int16), ("cprior", np.float32))
+#: The node fields whose change since the last write-back marks a row to write (`to_root`).
+_WATCHED = ("visits", "vl", "status", "expanded", "inflated")
 
 
 class NotCovered(Exception):
@@ -45,6 +47,8 @@ class CoreTree:
         self.nodes_used = np.zeros(1, np.int64)
         self.children_used = np.zeros(1, np.int64)
         self.objects: list[UCTNode | None] = []  # node row -> the UCTNode it came from
+        self._written: tuple = tuple(np.zeros(0, getattr(self, name).dtype)
+                                     for name in _WATCHED)
 
     def reserve(self, nodes: int, children: int) -> None:
         """Room for `nodes` more node rows and `children` more child rows (doubling)."""
@@ -120,25 +124,40 @@ class CoreTree:
         tree.nodes_used[0] = n
         tree.children_used[0] = m
         tree.objects = nodes
+        tree._remember_written()
         return tree
 
     # ------------------------------------------------------------------ out
+    def _remember_written(self) -> None:
+        """What the UCTNodes hold now (see `to_root`)."""
+        n = int(self.nodes_used[0])
+        self._written = tuple(getattr(self, name)[:n].copy() for name in _WATCHED)
+
     def to_root(self, boards=None) -> UCTNode:
         """Write the arrays back as UCTNodes: the objects that came in are updated in place,
         new nodes are made; `boards[row]`, where given, becomes a node's kept position.
-        Returns the root (the same object as `from_root`'s)."""
+        Returns the root (the same object as `from_root`'s).
+
+        Only the rows changed since the last write (or `from_root`) are written: a node's
+        statistics change only with its visits, virtual loss or status, its children only
+        with its expansion or inflation, and its position is kept when a descent passes it
+        (which adds virtual loss). So lz-analyze's reports, a write each, cost what changed,
+        not the tree."""
         n = int(self.nodes_used[0])
         objects = self.objects
         objects += [None] * (n - len(objects))
-        m = int(self.children_used[0])
-        cnode = self.cnode[:m].tolist()
-        cmove = self.cmove[:m].tobytes()
-        cprior = self.cprior[:m].tobytes()
+        old = self._written
+        n0 = len(old[0])
+        differs = np.zeros(n0, np.bool_)
+        for name, before in zip(_WATCHED, old):
+            differs |= getattr(self, name)[:n0] != before
+        rows = np.concatenate((np.flatnonzero(differs), np.arange(n0, n)))
         keep = boards is not None
-        rows = zip(range(n), self.visits[:n].tolist(), self.wins[:n].tolist(),
-                   self.m2[:n].tolist(), self.vl[:n].tolist(), self.prior[:n].tolist(),
-                   self.net[:n].tolist(), self.status[:n].tolist(), self.nmove[:n].tolist())
-        for nd, visits, wins, m2, vl, prior, net, status, move in rows:
+        fields = zip(rows.tolist(), self.visits[rows].tolist(), self.wins[rows].tolist(),
+                     self.m2[rows].tolist(), self.vl[rows].tolist(),
+                     self.prior[rows].tolist(), self.net[rows].tolist(),
+                     self.status[rows].tolist(), self.nmove[rows].tolist())
+        for nd, visits, wins, m2, vl, prior, net, status, move in fields:
             u = objects[nd]
             if u is None:
                 u = objects[nd] = UCTNode(move, prior)
@@ -154,21 +173,23 @@ class CoreTree:
             u.virtual_loss = vl
             u.net_eval = net
             u.status = status
-        expanded = np.flatnonzero(self.expanded[:n]).tolist()
-        spans = zip(expanded, self.first[expanded].tolist(), self.count[expanded].tolist(),
-                    self.inflated[expanded].tolist())
+        expanded = rows[self.expanded[rows]]
+        spans = zip(expanded.tolist(), self.first[expanded].tolist(),
+                    self.count[expanded].tolist(), self.inflated[expanded].tolist())
         empty_moves, empty_priors = array("h"), array("f")
+        cnode, cmove, cprior = self.cnode, self.cmove, self.cprior
         for nd, lo, k, inf in spans:
             u = objects[nd]
             u.expanded = True
             u.psa_ratio = 0.0
-            u.children = [objects[c] for c in cnode[lo:lo + inf]]
+            u.children = [objects[c] for c in cnode[lo:lo + inf].tolist()]
             if inf < k:
-                u._moves = array("h", cmove[2 * lo:2 * (lo + k)])
-                u._priors = array("f", cprior[4 * lo:4 * (lo + k)])
+                u._moves = array("h", cmove[lo:lo + k].tobytes())
+                u._priors = array("f", cprior[lo:lo + k].tobytes())
             else:
                 u._moves = empty_moves
                 u._priors = empty_priors
+        self._remember_written()
         return objects[0]
 
 

@@ -8,7 +8,8 @@ mailbox board with captures and the positional-superko test), `expansion_keys` a
 sorted by NumPy in between; then the backups) and the board helpers they share. Imports: numpy and numba only.
 
 Each is the deliberate compiled copy of the Python reference, which stays the authority:
-- selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child);
+- selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child),
+  `RootSelector.select` and `forced_child` (search/select.py);
 - the board: `Board.play_move` / `_place` / `_merge` / `_remove_string` (game/board.py;
   src/FullBoard.cpp, src/FastBoard.cpp), the stones-only ko hash only, since the descent
   needs nothing else of a position (the evaluator's positions are the Python boards);
@@ -35,6 +36,27 @@ from numba import njit
 from numba.core.errors import NumbaWarning
 
 warnings.filterwarnings("ignore", category=NumbaWarning)
+
+
+def _probe():
+    return 0
+
+
+def _can_cache() -> bool:
+    """Whether numba can keep the compiled kernels on disk for later processes: beside this
+    file (a writable checkout or site-packages), else under the user's cache directory
+    (~/.cache/numba; NUMBA_CACHE_DIR chooses another). Where neither is writable, numba
+    refuses `cache=True` when a function is decorated; the kernels are then compiled
+    in every process instead of failing to load."""
+    try:
+        njit(cache=True)(_probe)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return False
+    return True
+
+
+#: numba's on-disk cache is used (see `_can_cache`).
+CACHE = _can_cache()
 
 STRIDE = 21
 NUM_VERTICES = 441
@@ -65,7 +87,7 @@ KO_HASH = 2
 
 
 # ------------------------------------------------------------------ the board
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True, inline="always")
 def _copy_board(sq, par, nxt, libs, stn, meta, s, dsq, dpar, dnxt, dlibs, dstn, dmeta, d):
     dsq[d, :] = sq[s, :]
     dpar[d, :] = par[s, :]
@@ -75,7 +97,7 @@ def _copy_board(sq, par, nxt, libs, stn, meta, s, dsq, dpar, dnxt, dlibs, dstn, 
     dmeta[d, :] = meta[s, :]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _remove_string(sq, par, libs, nxt, b, start, delta):
     color = sq[b, start]
     other = 1 - color
@@ -109,7 +131,7 @@ def _remove_string(sq, par, libs, nxt, b, start, delta):
     return removed, h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _merge(sq, par, libs, nxt, stn, b, ip, aip):
     stn[b, ip] += stn[b, aip]
     lib = libs[b, ip]
@@ -131,7 +153,7 @@ def _merge(sq, par, libs, nxt, stn, b, ip, aip):
     nxt[b, ip] = t
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def play(sq, par, nxt, libs, stn, meta, b, color, v, delta):
     """Board.play_move on board row b, keeping the ko point, the passes and the ko hash."""
     if v == PASS:
@@ -202,7 +224,7 @@ def play(sq, par, nxt, libs, stn, meta, b, color, v, delta):
     meta[b, KO_HASH] = kh
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def area_score(sq, b, komi):
     """Board.area_score: Black's stones and reach minus White's, minus komi."""
     counts = np.zeros(2, np.int64)
@@ -235,7 +257,7 @@ def area_score(sq, b, komi):
 
 
 # ------------------------------------------------------------------ selection
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def select_child(node, color, fpu_reduction, c_puct, log_puct, log_const, visits, wins, vl,
                  prior, net, status, first, count, inflated, cnode, cmove, cprior, nodes_used,
                  nmove, m2, expanded):
@@ -290,7 +312,7 @@ def select_child(node, color, fpu_reduction, c_puct, log_puct, log_const, visits
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins, vl, prior,
                 net, status, first, inflated, cnode, touched):
     """node.RootSelector.select over the arrays (the root's children are all inflated):
@@ -353,7 +375,29 @@ def root_select(color, fpu_reduction, c_puct, log_puct, log_const, visits, wins,
     return best
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
+def forced_child(forced_k, vlw, visits, vl, prior, status, first, inflated, cnode):
+    """node.RootSelector.forced_child over the arrays (self-play's forced playouts): the
+    first visited, ACTIVE root child in child order whose visits, pending ones counted, are
+    below select.forced_visits of its prior; -1 when none is owed any."""
+    lo = first[0]
+    hi = lo + inflated[0]
+    total = 0
+    for c in range(lo, hi):
+        nd = cnode[c]
+        if status[nd] != INVALID:
+            total += visits[nd]
+    for c in range(lo, hi):
+        nd = cnode[c]
+        n = visits[nd]
+        if n and status[nd] == ACTIVE:
+            pending = vl[nd] / max(1, vlw)
+            if n + pending < math.sqrt(forced_k * prior[nd] * total):
+                return c
+    return -1
+
+
+@njit(cache=CACHE, nogil=True, inline="always")
 def _fresh_node(nd, p, visits, wins, vl, prior, net, status):
     visits[nd] = 0
     wins[nd] = 0.0
@@ -363,7 +407,7 @@ def _fresh_node(nd, p, visits, wins, vl, prior, net, status):
     status[nd] = ACTIVE
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _repeats(kh, seen, hashes, depth):
     """Positional superko below the root: the game's positions (`seen`, sorted) or the
     path's."""
@@ -376,7 +420,7 @@ def _repeats(kh, seen, hashes, depth):
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _backup(path, length, value, vlw, visits, wins, m2, vl):
     for k in range(length):
         nd = path[k]
@@ -392,15 +436,16 @@ def _backup(path, length, value, vlw, visits, wins, m2, vl):
 
 
 # ------------------------------------------------------------------ one batch
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_const, vlw,
-            komi, seen, delta,
+            forced_k, komi, seen, delta,
             visits, wins, m2, vl, prior, net, status, expanded, first, count, inflated,
             cnode, cmove, cprior, nodes_used, nmove,
             rsq, rpar, rnxt, rlibs, rstn, rmeta,
             lsq, lpar, lnxt, llibs, lstn, lmeta,
             paths, lengths, colors, hashes, counters, touched):
-    """SearchRun.collect: up to `limit` descents from the root (node 0) under virtual loss.
+    """SearchRun.collect: up to `limit` descents from the root (node 0) under virtual loss,
+    the root's child forced first where `forced_k` > 0 (`forced_child`).
     Leaves are left in paths/lengths/colors and their positions in the l* board rows;
     terminal playouts are backed up at once. counters: [leaves, done (terminal playouts)].
     A path longer than paths' width ends as a repetition would (never in a real game)."""
@@ -436,8 +481,13 @@ def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_co
                 kind = NOVALUE
                 break
             if node == 0:
-                c = root_select(color, fpu, c_puct, log_puct, log_const, visits, wins, vl,
-                                prior, net, status, first, inflated, cnode, touched)
+                c = -1
+                if forced_k > 0.0:  # self-play's forced playouts (off in every other search)
+                    c = forced_child(forced_k, vlw, visits, vl, prior, status, first,
+                                     inflated, cnode)
+                if c < 0:
+                    c = root_select(color, fpu, c_puct, log_puct, log_const, visits, wins,
+                                    vl, prior, net, status, first, inflated, cnode, touched)
             else:
                 c = select_child(node, color, fpu, c_puct, log_puct, log_const, visits, wins,
                                  vl, prior, net, status, first, count, inflated, cnode, cmove,
@@ -481,11 +531,13 @@ def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_co
     counters[1] = done
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def expansion_keys(n, policies, winrates, dumbpass, komi, lsq, lpar, llibs, lmeta, colors,
-                   vertex_of_slot, tie_rank, keys):
+                   allowed, allowed_row, vertex_of_slot, tie_rank, keys):
     """The first half of expansion.expand_batch for n evaluated leaves: each leaf's legal
-    points (expansion_kernels.legal_slots), the pass rule (expansion.pass_allowed), its
+    points (expansion_kernels.legal_slots) that its move restrictions allow (lz-analyze's
+    avoid/allow: row allowed_row[i] of `allowed`, by slot; SearchRun.expand filters the
+    candidates so), the pass rule (expansion.pass_allowed, counting those points), its
     policy renormalised over them in float32, slot order (expansion_kernels.child_keys),
     as one sortable key per child in keys[i] ((prior bits + 1) << 9 | tie rank; 0 for the
     slots that are no child). NumPy then sorts the rows (much faster than numba's sort on
@@ -500,10 +552,11 @@ def expansion_keys(n, policies, winrates, dumbpass, komi, lsq, lpar, llibs, lmet
         other = 1 - color
         legal = 0
         ko = lmeta[i, KO]
+        arow = allowed_row[i]
         for s in range(POINTS):
             v = vertex_of_slot[s]
             mask[s] = False
-            if lsq[i, v] != EMPTY or v == ko:
+            if lsq[i, v] != EMPTY or v == ko or not allowed[arow, s]:
                 continue
             for k in range(4):
                 w = v - STRIDE if k == 0 else v + 1 if k == 1 else v + STRIDE if k == 2 \
@@ -541,7 +594,7 @@ def expansion_keys(n, policies, winrates, dumbpass, komi, lsq, lpar, llibs, lmet
             keys[i, s] = (((np.int64(bits[s]) + 1) << 9) | tie_rank[s]) if mask[s] else 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def attach(n, keys, winrates, vlw, visits, wins, m2, vl, net, expanded, first, count,
            inflated, cnode, cmove, cprior, children_used, paths, lengths, colors,
            vertex_of_slot, values):

@@ -2,9 +2,10 @@
 board play, expansion and backups run in core/kernels.py over core/arrays.py's tree.
 
 Owns: `CoreRun`, `covers` (which calls the core runs; the others are the Python search's)
-and `core_enabled` / `kernels` (the switch, and numba loaded once). Imports: numpy,
-search.run (SearchRun, whose loop rules, limits, time management and reports it keeps),
-search.root, search.core.arrays, and search.core.kernels lazily (numba).
+and `core_enabled` / `kernels` / `compile_here` (the switch, and numba loaded once, its first
+compilation in a child process). Imports: numpy, subprocess, search.run (SearchRun, whose loop
+rules, limits, time management and reports it keeps), search.root, search.core.arrays, and
+search.core.kernels lazily (numba).
 
 A batch: one `collect` call (every descent of the batch, terminal playouts backed up), the
 leaves' GameStates put together in Python for the evaluator (their positions are the Python
@@ -15,16 +16,25 @@ device while the next is collected, as SearchRun does. Everything before the fir
 (the root: reuse, evaluation, superko, noise) and after the last (statistics, the move
 choice) is the Python search's code on the UCTNode tree the core writes back.
 
-Covered: `UCTSearch.think` (genmove) at any batch size, noise, time management (pruning
-included), tree reuse (through the conversions), memory limits (the run hands its tree back
-to the Python search once memory pressure trims expansions, see `_hand_over`). Not covered,
-so the Python search runs: pondering and lz-analyze, progress reports (lz-genmove_analyze),
-move restrictions (avoid/allow), the dynamic-komi modes and dynamic FPU, forced playouts,
-self-play's step API. `covers` decides; tests/test_search_core.py checks each fallback.
+Covered: `UCTSearch.think` (genmove, lz-genmove_analyze), `UCTSearch.ponder` (pondering,
+lz-analyze) and a driver's steps after `UCTSearch.start_move` (self-play: `collect`, `apply`
+or `apply_evaluations`, `after_batch`, which writes the tree back when it stops the run, then
+`finish`), at any batch size, noise, time management (pruning included), tree reuse (through
+the conversions), move restrictions (avoid/allow: the leaves' expansion filters their points
+as SearchRun.expand does), progress reports (the UCTNodes are brought up to date before each
+snapshot, writing only the rows changed since the last), memory limits (the run hands its
+tree back to the Python search once memory pressure trims expansions, see `_hand_over`). Not
+covered, so the Python search runs: the dynamic-komi modes and dynamic FPU, and
+`UCTSearch.start`'s other drivers (review). Self-play's forced playouts are
+`kernels.forced_child`. `covers` decides;
+tests/test_search_core.py checks each fallback.
 
-The switch: with LEELAZ_SEARCH_CORE=compiled the core runs where it covers the call, once
-numba has loaded it in the background; by default (or =python) never, and numba is not
-loaded (`core_enabled` says why).
+A call begun before the kernels are ready runs its batches on the Python search and switches
+to the core between two batches once they are (`_hand_over_or_switch`).
+
+The switch: the core runs where it covers the call once its kernels are ready (compiled
+once per install, off the clock: see `kernels`); LEELAZ_SEARCH_CORE=python forces the Python
+search, its reference; without numba one stderr line says the search is pure Python.
 """
 
 from __future__ import annotations
@@ -33,8 +43,11 @@ import atexit
 import gc
 import importlib
 import os
+import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -61,35 +74,79 @@ _said_missing = False
 
 
 def core_enabled() -> bool:
-    """The core runs only with LEELAZ_SEARCH_CORE=compiled, for now: its first compilation
-    (about 10 s of a core, in the background) tripled a fresh install's first two CPU genmoves
-    (3.6 against 1.1 s at -v 300), and a quit during it could crash the interpreter; the
-    Python search, its reference, is the default until the core covers more and is measured
-    on a GPU (docs/performance.md)."""
-    return os.environ.get(CORE_VARIABLE, "python") == "compiled"
+    """The core runs unless LEELAZ_SEARCH_CORE=python asks for the Python search, its
+    reference (and then numba is never loaded); without numba, or while the kernels are
+    not ready, `kernels()` is None and the Python search runs anyway."""
+    return os.environ.get(CORE_VARIABLE, "compiled") != "python"
 
 
 def kernels(wait: bool = False):
     """search/core/kernels once ready, else None (the Python search serves meanwhile).
 
-    The first call starts a background thread that imports numba and has every kernel
-    compiled for the exact argument types a search passes (numba caches the machine code
-    beside the sources, so later processes only load it), by running a small search on the
-    core: neither a start nor a move on the clock waits for a compiler. `wait` blocks
-    until the thread is done (tests, benchmarks). Without numba: None, and one line on
-    stderr saying so."""
-    global _loading
+    The first call starts a background thread (`_load`) that waits until no move is on the
+    clock (`on_clock`), then imports numba and readies
+    every kernel for the exact argument types a search passes, by running a small search
+    on the core. numba keeps the machine code on disk (kernels.CACHE), so only a fresh
+    install compiles, and it does so in a child process of low priority (`_compile_apart`)
+    while this one keeps searching in Python on its own core: the compiler, which holds
+    the GIL for some 10 s, never slows a move on the clock. Later processes, and this one
+    once the child is done, only load the cached code. `wait` blocks until the thread is
+    done (tests, benchmarks). Without numba: None, and one line on stderr saying so."""
+    global _loading, _hurry
     if _kernels is None and _loading is None:
         _loading = threading.Thread(target=_load, name="leelaz-core-compile", daemon=True)
         _loading.start()
-        atexit.register(_loading.join)  # never tear the interpreter down under the compiler
+        atexit.register(_stop_loading)  # never tear the interpreter down under the compiler
     if (wait or os.environ.get(WAIT_VARIABLE) == "1") and _loading is not None:
+        _hurry = True
         _loading.join()
     return _kernels
 
 
+#: How long no move may have been on the clock before the loading begins.
+IDLE_SECONDS = 0.25
+_clocked = 0  # moves on the clock now (genmove's searches)
+_clock_free_since = 0.0  # time.monotonic() when the last one ended
+_hurry = False  # someone waits for the kernels: no waiting for a quiet moment
+
+
+def on_clock(active: bool) -> None:
+    """A move's search begins (True) or ends (False) on the clock (UCTSearch.think).
+
+    Why: importing numba and loading the cached kernels take about 0.7 s of a core, most
+    of it holding the GIL; begun while a move is searched, they would slow it (its
+    second reply came 0.4 s later when two genmoves were sent back to back, `leelaz bench
+    startup --genmove`). So `_load` begins only once no move has been on the clock for
+    IDLE_SECONDS: in a game, during the opponent's time."""
+    global _clocked, _clock_free_since
+    _clocked += 1 if active else -1
+    if not active:
+        _clock_free_since = time.monotonic()
+
+
+def _wait_for_quiet() -> None:
+    while not _hurry and not _exiting and (
+            _clocked > 0 or time.monotonic() - _clock_free_since < IDLE_SECONDS):
+        time.sleep(0.05)
+
+
+def _stop_loading() -> None:
+    """At exit: a compiling child is stopped (its work is lost, not the cache's: numba
+    writes each file whole), then the thread is joined."""
+    global _exiting
+    with _child_lock:
+        _exiting = True
+        if _child is not None and _child.poll() is None:
+            _child.kill()
+    if _loading is not None:
+        _loading.join()
+
+
 def _load() -> None:
     global _kernels, _module, _said_missing
+    _wait_for_quiet()
+    if _exiting:
+        return
     try:
         k = importlib.import_module("leelaz.search.core.kernels")
     except ImportError:
@@ -99,14 +156,94 @@ def _load() -> None:
                              "Python (pip install numba)\n")
             sys.stderr.flush()
         return
+    except Exception as error:  # a broken numba install: never fatal
+        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error}); the "
+                         f"search runs in pure Python\n")
+        sys.stderr.flush()
+        return
     _module = k
     try:
+        if k.CACHE and not _cached(k):
+            _compile_apart()
+        if _exiting:
+            return
         _warm_up()
     except Exception as error:  # never fatal: the Python search serves
-        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error})\n")
+        sys.stderr.write(f"leelaz: the compiled search core is unavailable ({error}); the "
+                         f"search runs in pure Python\n")
         sys.stderr.flush()
         return
     _kernels = k
+
+
+def _after_fork() -> None:
+    """A forked child (a helper search process, a self-play worker) has no loading thread
+    nor child of its parent's: it starts its own when asked, unless the kernels it
+    inherited are ready."""
+    global _loading, _child, _child_lock, _clocked
+    _child, _child_lock, _clocked = None, threading.Lock(), 0
+    if _kernels is None:
+        _loading = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _cached(k) -> bool:
+    """Whether numba's disk cache holds every kernel compiled for this source (its index
+    files, read as numba reads them: a changed source leaves them empty). Functions inlined
+    into others have none. Any doubt (numba's internals moved): not cached."""
+    from numba.core.registry import CPUDispatcher
+
+    try:
+        kernels_ = [f for f in vars(k).values() if isinstance(f, CPUDispatcher)
+                    and f.targetoptions.get("inline") != "always"]
+        return bool(kernels_) and all(f._cache._cache_file._load_index() for f in kernels_)
+    except Exception:
+        return False
+
+
+_child = None  # the compiling child process, while it runs
+_exiting = False  # the interpreter is exiting: no child is started, no warm-up follows
+_child_lock = threading.Lock()
+
+
+def _compile_apart() -> None:
+    """Fill numba's cache in a child process of low priority (`compile_here`); returns
+    when it is done. If it fails, the caller's warm-up compiles in this process."""
+    global _child
+    root = str(Path(__file__).resolve().parents[3])  # the folder holding leelaz/
+    code = (f"import sys; sys.path.insert(0, {root!r}); "
+            f"from leelaz.search.core import run; run.compile_here()")
+    try:
+        with _child_lock:
+            if _exiting:
+                return
+            _child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      preexec_fn=_lower_priority if os.name == "posix"
+                                      else None)
+        _child.wait()
+    except OSError:
+        pass
+    finally:
+        _child = None
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
+def compile_here() -> None:
+    """The child of `_compile_apart`: compile every kernel into numba's cache."""
+    global _module
+    importlib.import_module("leelaz.search.search")  # registers SEARCH_CLASS
+    _module = importlib.import_module("leelaz.search.core.kernels")
+    _warm_up()
 
 
 class _Uniform:
@@ -152,16 +289,34 @@ def _warm_up() -> None:
                                                    timemanage="off"), rng=1)
     run = CoreRun.replacing(search.start(GameState()))
     run.prepare()
+    run._take_tree()  # on the core, which is not ready (`_kernels`) until this is done
+    assert run.tree is not None
     run.run(Limits(40, 40, 10**9), Progress())
 
 
 def covers(search, *, restrictions=None, on_progress=None, pondering=False) -> bool:
-    """Whether a call with these features runs on the core (see the module docstring)."""
-    return (core_enabled() and not pondering and on_progress is None
-            and (restrictions is None or not restrictions.has_move_restrictions)
-            and search.dynamic_komi is None and not search.params.dynamic_fpu
-            and not search.params.forced_playouts_k  # self-play's forced playouts
-            and kernels() is not None)
+    """Whether a call with these features runs on a CoreRun (see the module docstring):
+    genmove, lz-genmove_analyze, pondering and lz-analyze, with or without move
+    restrictions and progress reports, self-play's forced playouts; not the dynamic-komi
+    modes or dynamic FPU. The kernels must be ready, or loading: a CoreRun starts on
+    the Python batches and switches to the core when they are (`CoreRun.run`).
+
+    When the loading starts: a genmove never starts it (`start_loading`, once the move is
+    answered, does), so that neither the first reply nor its move waits on numba; pondering
+    and lz-analyze, which no clock waits for, start it at once."""
+    if not (core_enabled() and search.dynamic_komi is None
+            and not search.params.dynamic_fpu):
+        return False
+    if pondering or os.environ.get(WAIT_VARIABLE) == "1":
+        kernels()
+    return _kernels is not None or (_loading is not None and _loading.is_alive())
+
+
+def start_loading() -> None:
+    """After a genmove's search, off its clock: start loading the kernels (`kernels`)
+    unless the Python search is asked for."""
+    if core_enabled() and _loading is None:
+        kernels()
 
 
 def _signed(h: int) -> int:
@@ -230,35 +385,98 @@ class CoreRun(SearchRun):
 
     def prepare(self) -> None:
         prepare_root(self)  # the Python search's: reuse, root evaluation, superko, noise
-        self.root_selector = None
         self.tree = None
+        self._may_switch = True  # to the core, when its kernels are ready (`run`)
+        self.root_selector = RootSelector(self.root)
+        if _kernels is not None:
+            self._take_tree()
+
+    def _take_tree(self) -> None:
+        """The tree into the core's arrays (at `prepare`, or between two batches when the
+        kernels get ready); the root children the RootSelector touched stay touched."""
         try:
             self.tree = CoreTree.from_root(self.root)
         except NotCovered:
-            self.root_selector = RootSelector(self.root)
+            self._may_switch = False
             return
+        touched = {id(c) for c in self.root_selector.touched_children()}
+        self.root_selector = None
         self._k = _module
         self._root_board = _board_rows(self.root_state.board)
         self._seen = np.array(sorted(_signed(h) for h in self.seen), dtype=np.int64)
         self._hashes = np.zeros(MAX_DEPTH, np.int64)
         self._keys = np.zeros((16, 362), np.int64)
-        # The root children RootSelector counts as touched when it is made (node.py).
-        self._touched = np.array([bool(c.visits or c.virtual_loss or c.status == INVALID)
-                                  for c in self.root.children] or [False], dtype=np.bool_)
+        self._touched = np.array([id(c) in touched for c in self.root.children] or [False],
+                                 dtype=np.bool_)
         self._pool = [_Buffers(16), _Buffers(16)]
+        # Move restrictions (avoid/allow) as rows of allowed slots, one per (colour, move
+        # number) met; row 0 allows everything (no restrictions).
+        self._allowed = np.ones((1, 361), np.bool_)
+        self._allowed_rows: dict[tuple[int, int], int] = {}
         self._next_buffers = 0
         # The Python positions of the nodes below the root (the evaluator's GameStates are
         # made of them); the root's is the root state's.
         self._boards = [u.board for u in self.tree.objects]
         self._boards[0] = None
 
+    def _switch(self) -> None:
+        """The kernels got ready during the run: finish the batch in flight on the Python
+        search, then go on on the core with the tree as it is."""
+        self._drain()
+        self._take_tree()
+
     # ------------------------------------------------------------------ the loop
-    def run(self, limits, progress) -> None:
-        if self.tree is None:  # not covered: the Python batches
-            super().run(limits, progress)
-            return
-        self.begin(limits, progress)
+    def begin(self, limits, progress) -> None:
+        super().begin(limits, progress)
         self._early_stop = _SyncedEarlyStop(self._early_stop)
+
+    def _hand_over_or_switch(self) -> None:
+        """Before a batch: memory pressure hands the tree to the Python search; kernels
+        that got ready take it to the core."""
+        if self.tree is not None:
+            if self.min_psa_ratio() > 0.0:
+                self._hand_over()
+        elif self._may_switch and _kernels is not None and self.min_psa_ratio() <= 0.0:
+            self._switch()
+
+    # ------------------------------------------------------------------ the steps
+    # (a driver's own loop: self-play's, see SearchRun's module docstring)
+    def collect(self, limit: int):
+        self._hand_over_or_switch()
+        if self.tree is None:
+            return super().collect(limit)
+        return self.core_collect(limit)
+
+    def apply(self, batch) -> None:
+        if isinstance(batch, CoreBatch):
+            self.core_apply(batch)
+        else:
+            super().apply(batch)
+
+    def apply_evaluations(self, batch, evals) -> None:
+        if not isinstance(batch, CoreBatch):
+            super().apply_evaluations(batch, evals)
+            return
+        if len(evals) != len(batch.leaves):
+            self.forget(batch)
+            raise ValueError(f"evaluator answered {len(evals)} of {len(batch.leaves)} states")
+        self._core_expand(batch, evals)
+
+    def expands_plainly(self, batch) -> bool:
+        """A core batch is expanded by the kernels (`apply`), never by expand_together."""
+        return not isinstance(batch, CoreBatch) and super().expands_plainly(batch)
+
+    def after_batch(self, did: int) -> bool:
+        """SearchRun's rules; when they stop the run and no batch is in flight, the tree is
+        written back for `UCTSearch.finish` (a driver's steps end there)."""
+        go_on = super().after_batch(did)
+        if not go_on and self.tree is not None and self.in_flight is None:
+            self._write_back()
+        return go_on
+
+    # ------------------------------------------------------------------ run
+    def run(self, limits, progress) -> None:
+        self.begin(limits, progress)
         pipelined = self.batch_size > 1 and self.evaluator.asynchronous
         if pipelined:  # as SearchRun.run: the expansion's kernels, should the run hand over
             search_run.request_compiled()
@@ -266,8 +484,7 @@ class CoreRun(SearchRun):
         gc.collect()
         try:
             while True:
-                if self.tree is not None and self.min_psa_ratio() > 0.0:
-                    self._hand_over()
+                self._hand_over_or_switch()
                 if self.tree is None:
                     if pipelined:
                         did = self._step_pipelined(self.next_batch_size(pipelined=True))
@@ -288,6 +505,21 @@ class CoreRun(SearchRun):
             if self.tree is not None:
                 self._write_back()
             self.in_flight = None
+        if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
+            self.gather_reports(False)  # as SearchRun.run: one report at least
+            progress.on_progress(self.snapshot())
+
+    def current_root(self):
+        if self.tree is not None:
+            self._write_back()
+        return self.root
+
+    def snapshot(self, move=None, root=None):
+        """SearchRun.snapshot on the UCTNodes, brought up to date first (progress reports:
+        lz-analyze, lz-genmove_analyze)."""
+        if self.tree is not None and root is None:
+            self._write_back()
+        return super().snapshot(move, root)
 
     def _hand_over(self) -> None:
         """Memory pressure: the tree goes back to the Python search for the rest of the run
@@ -295,8 +527,8 @@ class CoreRun(SearchRun):
         self._core_drain()
         self._write_back()
         self.root_selector = RootSelector(self.root)
-        self._early_stop = self._early_stop.inner
         self.tree = None
+        self._may_switch = False
 
     def _write_back(self) -> None:
         self.tree.to_root(self._boards)
@@ -348,7 +580,7 @@ class CoreRun(SearchRun):
         rsq, rpar, rnxt, rlibs, rstn, rmeta = self._root_board
         used_before = int(t.nodes_used[0])
         self._k.collect(limit, self.color, p.root_fpu_reduction(), p.fpu_reduction, p.c_puct,
-                        p.log_puct, p.log_const, p.virtual_loss,
+                        p.log_puct, p.log_const, p.virtual_loss, float(p.forced_playouts_k),
                         self.root_state.scoring_komi, self._seen, _delta(),
                         t.visits, t.wins, t.m2, t.vl, t.prior, t.net, t.status, t.expanded,
                         t.first, t.count, t.inflated, t.cnode, t.cmove, t.cprior,
@@ -402,7 +634,9 @@ class CoreRun(SearchRun):
     def core_apply(self, batch: CoreBatch) -> None:
         """Wait for the batch's evaluations, then expand and back up: the children's keys in
         one kernel call, their order by NumPy, the children and the backups in another."""
-        evals = self._evaluations(batch)
+        self._core_expand(batch, self._evaluations(batch))
+
+    def _core_expand(self, batch: CoreBatch, evals) -> None:
         n = len(batch.leaves)
         policies = np.concatenate([ev.policy for ev in evals]).reshape(n, 362)
         policies = policies.astype(np.float32, copy=False)
@@ -414,9 +648,10 @@ class CoreRun(SearchRun):
         keys = keys[:n]
         values = np.zeros(n, np.float64)
         k = self._k
+        allowed_rows = self._allowed_of(buf, n)  # (may add rows to self._allowed)
         k.expansion_keys(n, policies, winrates, p.dumbpass, self.root_state.scoring_komi,
-                         buf.sq, buf.par, buf.libs, buf.meta, buf.colors, _VERTEX_OF_SLOT,
-                         _TIE_RANK, keys)
+                         buf.sq, buf.par, buf.libs, buf.meta, buf.colors, self._allowed,
+                         allowed_rows, _VERTEX_OF_SLOT, _TIE_RANK, keys)
         keys.sort(axis=1)  # NumPy's sort: see kernels.expansion_keys
         made = k.attach(n, keys, winrates, p.virtual_loss, t.visits, t.wins, t.m2, t.vl,
                         t.net, t.expanded, t.first, t.count, t.inflated, t.cnode, t.cmove,
@@ -425,6 +660,28 @@ class CoreRun(SearchRun):
         self.nodes += int(made)
         self.playouts += n
         self.root.visits = int(t.visits[0])
+
+    def _allowed_of(self, buf: _Buffers, n: int) -> np.ndarray:
+        """Each leaf's row of `_allowed`: what SearchRun.expand's restrictions.is_allowed
+        lets its side play at its move number (all 0 without restrictions)."""
+        rows = np.zeros(n, np.int64)
+        r = self.restrictions
+        if r is None or not r.has_move_restrictions:
+            return rows
+        move_num = self.root_state.move_num
+        known = self._allowed_rows
+        for i, (color, length) in enumerate(zip(buf.colors[:n].tolist(),
+                                                buf.lengths[:n].tolist())):
+            key = (color, move_num + length - 1)  # the leaf's: one move a node below the root
+            row = known.get(key)
+            if row is None:
+                allowed = r.is_allowed
+                mask = np.array([allowed(color, int(v), key[1]) for v in _VERTEX_OF_SLOT[:361]],
+                                np.bool_)
+                self._allowed = np.vstack((self._allowed, mask))
+                row = known[key] = len(self._allowed) - 1
+            rows[i] = row
+        return rows
 
     def _core_step(self, limit: int) -> int:
         batch = self.core_collect(limit)

@@ -24,6 +24,7 @@ Examples:
   leelaz bench genmove --genmoves 6             (playouts a move at 0.5 s a move, both)
   leelaz bench selfplay -v 1601 --parallel 32 --workers 8 --reference-k 4,8
   leelaz bench startup --runs 7                    (time to answer protocol_version)
+  leelaz bench startup --genmove 300 --runs 3      (a fresh process's first two moves)
   leelaz bench review --sgf GAMES.sgf.gz --games 10 -v 400   (vs GoReviewPartner's loop)
 """
 

@@ -12,7 +12,9 @@ random net's degenerate chains, and the figure is the search's own cost per play
 GPU the engine waits on this Python, not on the device). With -w the real network runs too
 (NumPy unless --backend), and the time spent in the network's calls (submitting and waiting)
 is split from the rest. The best of --runs is printed; --profile adds cProfile's top
-functions by own time for one more run (profiling slows the search).
+functions by own time for one more run (profiling slows the search). The search is the
+engine's default, the compiled core (ready before the first search), or the Python search
+with LEELAZ_SEARCH_CORE=python.
 """
 
 from __future__ import annotations
@@ -144,6 +146,10 @@ def command(weights, backend, visits, batches, runs, moves, profile) -> None:
     path = network_file(weights) if weights else None
     network = make_network(path, backend)
     name = path or "instant"
+    from leelaz.search.core import run as core
+
+    if core.core_enabled():  # the compiled core from the first search, as a warm engine has it
+        core.kernels(wait=True)
     rows = []
     for at in moves or (None,):
         where = "benchmark" if at is None else f"move {at}"
