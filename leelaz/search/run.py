@@ -554,7 +554,7 @@ class SearchRun:
     def current_root(self) -> UCTNode:
         """The root, its tree's statistics up to date, for a reader between two batches
         that reads the tree itself rather than a `snapshot` (a helper search process's
-        reports, search_processes/helper.py): here the tree is always up to date; the
+        reports, root_parallel/helper.py): here the tree is always up to date; the
         compiled core (search/core/run.py) writes its arrays back first."""
         return self.root
 
