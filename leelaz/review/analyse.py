@@ -34,14 +34,12 @@ from typing import Callable
 from leelaz.config import EngineConfig
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, split_memory
 from leelaz.nn.network import Network
+from leelaz.review import DEFAULT_PARALLEL
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.run import Limits
 from leelaz.search.search import UCTSearch
 from leelaz.selfplay.game import GameInPlay
 from leelaz.selfplay.runner import EngineSide, GameRunner
-
-#: Positions searched at once by default: their leaves make one network call.
-DEFAULT_PARALLEL = 128
 
 
 @dataclass
