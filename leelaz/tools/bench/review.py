@@ -12,11 +12,15 @@ game's move (GoReviewPartner's own loop, leela_zero_analysis.py), and `genmove` 
 position; its start is timed too. The reference reuses its tree from one position to the
 next (genmove after play), so it does somewhat less new work per position than ours: the
 comparison leans its way. Both get the same network file and games; the figure is
-positions per second and the ratio of the wall times.
+positions per second and the ratio of the wall times. Each side's CPU seconds (its processes'
+user + system time) are shown too: on a machine shared with other work the wall times follow
+the others' load, so a comparison is made of alternating runs (the lines say the load
+average), and the CPU seconds say what each side itself spent.
 """
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -51,6 +55,12 @@ def _games(source: str, count: int, folder: Path) -> list[Path]:
         path.write_text(format_game(game.game))
         paths.append(path)
     return paths
+
+
+def _children_cpu() -> float:
+    """User + system seconds of this process's finished children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _reference_review(argv: list[str], games: list[Path], timeout: float) -> tuple[float, int]:
@@ -127,14 +137,15 @@ def command(source, games, weights, visits, ours, reference, ours_args, ref_args
         say(f"{games} game(s) of {source}, network {path}, {visits} visits a position "
             f"({load_line()} at start)")
         rows = []
-        began = time.monotonic()
+        began, cpu = time.monotonic(), _children_cpu()
         run = subprocess.run(ours_argv, capture_output=True, text=True, timeout=timeout)
         ours_seconds = time.monotonic() - began
+        ours_cpu = _children_cpu() - cpu
         if run.returncode != 0:
             tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
             raise ToolError(f"leelaz review failed (status {run.returncode}): {tail}")
         positions = sum(len(g.positions) for g in collect_games(files, lambda x: None)[0])
-        rows.append(["leelaz review", positions, f"{ours_seconds:.1f}",
+        rows.append(["leelaz review", positions, f"{ours_seconds:.1f}", f"{ours_cpu:.1f}",
                      f"{positions / ours_seconds:.2f}"])
         ref_seconds = None
         if reference != "none":
@@ -143,14 +154,17 @@ def command(source, games, weights, visits, ours, reference, ours_args, ref_args
                 ref_argv = ref + ["--gtp", "--noponder", "-v", str(visits), "--timemanage",
                                   "off", "-w", path] + (split_command(ref_args)
                                                         if ref_args.strip() else [])
+                cpu = _children_cpu()
                 ref_seconds, ref_positions = _reference_review(ref_argv, files, timeout)
+                ref_cpu = _children_cpu() - cpu
                 rows.append(["LZ 0.17, GoReviewPartner's loop", ref_positions,
-                             f"{ref_seconds:.1f}", f"{ref_positions / ref_seconds:.2f}"])
+                             f"{ref_seconds:.1f}", f"{ref_cpu:.1f}",
+                             f"{ref_positions / ref_seconds:.2f}"])
             else:
                 say("no Leela Zero 0.17 installed here: measuring ours only")
-        say(table(["review", "positions", "seconds", "positions/s"], rows))
+        say(table(["review", "positions", "seconds", "CPU seconds", "positions/s"], rows))
         if ref_seconds is not None:
             say(f"leelaz review is {ref_seconds / ours_seconds:.2f}x as fast "
-                f"({load_line()} now)")
+                f"({ref_cpu / max(ours_cpu, 1e-9):.2f}x in CPU seconds; {load_line()} now)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
