@@ -144,3 +144,35 @@ def test_a_review_with_the_memo_finds_what_it_finds_without(tygem_dir, tmp_path)
                                                            abs=1e-6)
     assert memo.asked == sent_without
     assert memo.sent == sent < sent_without
+
+
+def test_the_analysis_engines_clear_cache_empties_the_memo(random_weights):
+    """`leelaz analysis`: a position asked for again is answered from the memo, with the
+    same numbers; after `clear_cache` its rows reach the network again."""
+    import io
+    import json
+
+    from leelaz.review.analyse import ReviewSettings
+    from leelaz.review.json_engine import JsonEngine
+    from leelaz.selfplay.runner import EngineSide
+
+    side = EngineSide(random_weights(1, 8), cpu_only=True, gpus=(), precision="auto",
+                      batch_rows=4, backend=RowFunction)
+    out = io.StringIO()
+    engine = JsonEngine(side, ReviewSettings(visits=12, seed=1, parallel=4), out)
+
+    def serve(query: dict) -> int:
+        engine.handle(json.dumps(query))
+        while engine.waiting or engine.flying:
+            engine.step()
+        return side.backend.rows
+
+    query = {"moves": [["B", "Q16"], ["W", "D4"]], "rules": "chinese", "maxVisits": 12}
+    first = serve({"id": "a", **query})
+    assert first > 0
+    assert serve({"id": "b", **query}) == first
+    serve({"id": "cc", "action": "clear_cache"})
+    assert serve({"id": "c", **query}) == 2 * first
+    replies = {r["id"]: r for r in map(json.loads, out.getvalue().splitlines())}
+    assert replies["cc"] == {"id": "cc", "action": "clear_cache"}
+    assert replies["a"]["moveInfos"] == replies["b"]["moveInfos"] == replies["c"]["moveInfos"]

@@ -48,6 +48,10 @@ class RowMemo:
     def __len__(self) -> int:
         return len(self._answers)
 
+    def clear(self) -> None:
+        """Forget every answer kept (rows under way in the current round stay shared)."""
+        self._answers.clear()
+
     def keep(self, digest: bytes, logits: np.ndarray, value) -> None:
         answers = self._answers
         if digest in answers or not self.capacity:
