@@ -47,10 +47,10 @@ from leelaz.search.search import UCTSearch
 from leelaz.selfplay.game import GameInPlay
 from leelaz.selfplay.runner import EngineSide, GameRunner
 
-#: Network answers the positions of a review share at most (review/memo.py): about 1.5 kB
-#: each, so 300 MB at most; an entry is mostly asked for again by the positions just after
-#: its own.
-DEFAULT_MEMO_ROWS = 200_000
+#: Network answers the positions of a review share at most (review/memo.py), about 1.8 kB
+#: each with their keys, so about 120 MB: an answer is asked for again by positions in flight
+#: at the same time as its own (the positions of a game advance together, a round at a time).
+DEFAULT_MEMO_ROWS = 65_536
 
 
 @dataclass
