@@ -15,8 +15,10 @@ network's output, so a row whose planes were evaluated already, by any position,
 from the memo and never sent. The answer is the one evaluating the row again gives, up to
 the last bits that BLAS's blocking of a batch moves (a row's answer depends on the rows
 beside it in nothing else, as with the round's batches themselves, so a position's numbers
-stay lz-analyze's: tests/test_review.py). Rows asked for twice in the same round go once. Only a leaf whose symmetry matches comes back, so the saving is modest: 6% of the rows
-at 16 visits a position, 9% at 100 (a 9-dan game on the shipped 6x128, docs/performance.md).
+stay lz-analyze's: tests/test_review.py). Rows asked for twice in the same round go once.
+Only a leaf whose symmetry matches comes back, so the saving is modest: on the shipped
+6x128, 6% of the rows of a whole 9-dan game at 16 visits a position, 8.5% and 6.5% of its
+first 60 moves' at 100 and 400 visits.
 
 A row is known by the 16-byte BLAKE2b digest of its planes' bytes (a collision among a
 review's million rows has odds of about 2^-88). Packed inputs (a GPU building its own
