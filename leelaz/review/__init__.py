@@ -14,3 +14,8 @@ settings), files, progress; layer of the verbs):
 - report.py: the Markdown report, the JSON, the summary line; plot.py: the winrate PNG.
 The verb itself (options, messages, exit status) is leelaz/tools/review.py.
 """
+
+#: Positions searched at once by default (`--parallel` of both verbs): their leaves make one
+#: network call a round. Here, not in analyse.py, so that the command lines can show it
+#: without importing the search.
+DEFAULT_PARALLEL = 128

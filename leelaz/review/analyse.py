@@ -17,6 +17,11 @@ are independent, so all of them can be in flight at once; the review is self-pla
 `selfplay.game.GameInPlay` whose "game" is one search that plays nothing: the runner
 (selfplay/runner.py) steps every search in flight, their leaves go to the backend in ONE
 call per round (backends/mux.py), and a finished search hands back its `Analysis`.
+The positions share one thing: the network's answers to the same input rows (review/memo.py).
+Position n+1's tree repeats much of position n's, and a leaf evaluated there under the
+symmetry that n+1's search draws for it is answered without the network; that answer is the
+row evaluated again, so the numbers stay those of the fresh engine.
+
 With --seconds, a position is searched for SECONDS x the positions in flight (wall time,
 all in flight sharing the device), so the whole review takes about SECONDS per position.
 
@@ -34,14 +39,18 @@ from typing import Callable
 from leelaz.config import EngineConfig
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, split_memory
 from leelaz.nn.network import Network
+from leelaz.review import DEFAULT_PARALLEL
+from leelaz.review.memo import MemoBackend, RowMemo
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.run import Limits
 from leelaz.search.search import UCTSearch
 from leelaz.selfplay.game import GameInPlay
 from leelaz.selfplay.runner import EngineSide, GameRunner
 
-#: Positions searched at once by default: their leaves make one network call.
-DEFAULT_PARALLEL = 128
+#: Network answers the positions of a review share at most (review/memo.py), about 1.8 kB
+#: each with their keys, so about 120 MB: an answer is asked for again by positions in flight
+#: at the same time as its own (the positions of a game advance together, a round at a time).
+DEFAULT_MEMO_ROWS = 65_536
 
 
 @dataclass
@@ -72,6 +81,7 @@ class ReviewSettings:
     seconds: float | None = None  # else: seconds per position (see the module docstring)
     seed: int = 1  # -s of the engine the numbers match
     parallel: int = DEFAULT_PARALLEL  # positions in flight
+    memo_rows: int = DEFAULT_MEMO_ROWS  # answers shared by the positions (0: none; memo.py)
 
 
 def search_params(settings: ReviewSettings, net_bytes: int):
@@ -151,9 +161,10 @@ class PositionSearch(GameInPlay):
 
 
 def analyse(jobs: list, side: EngineSide, settings: ReviewSettings,
-            done: Callable[[object, Analysis], None]) -> None:
+            done: Callable[[object, Analysis], None]) -> RowMemo:
     """Search every `(key, state)` of `jobs`, `settings.parallel` at a time; `done(key,
-    analysis)` is called as each finishes (in any order). Errors propagate."""
+    analysis)` is called as each finishes (in any order). Errors propagate. Returns the
+    memo the positions shared (its counters say how many rows reached the network)."""
     params, cache_entries = search_params(settings, network_bytes(side))
     in_flight = max(1, min(settings.parallel, len(jobs)))
     if settings.seconds:
@@ -161,13 +172,18 @@ def analyse(jobs: list, side: EngineSide, settings: ReviewSettings,
     else:
         limits = Limits(settings.visits, UNLIMITED, UNLIMITED, pondering=True)
     queue = iter(jobs)
+    memo = RowMemo(settings.memo_rows)
+    views = {}  # group -> the memo's view of its round batches (or the batches)
 
     def next_job():
         return next(queue, None)
 
     def new_game(job, group, runner):
-        network = Network(side.weights, side.backend_for(group), seed=settings.seed,
-                          symmetric_lookups=True)
+        backend = views.get(group)
+        if backend is None:
+            backend = views[group] = MemoBackend(side.backend_for(group), memo) \
+                if settings.memo_rows else side.backend_for(group)
+        network = Network(side.weights, backend, seed=settings.seed, symmetric_lookups=True)
         if cache_entries is not None:
             network.set_cache_size(cache_entries)
         search = UCTSearch(network, params, rng=settings.seed, log=lambda text: None)
@@ -177,6 +193,7 @@ def analyse(jobs: list, side: EngineSide, settings: ReviewSettings,
         done(job[0], analysis)
 
     GameRunner(in_flight, next_job, new_game, commit, [side]).run()
+    return memo
 
 
 def network_bytes(side: EngineSide) -> int:

@@ -3,7 +3,8 @@ engine's protocol document), the honest subset, with every position batched with
 
 Owns: `JsonEngine` (queries in, responses out, the positions in flight), `QueryError`,
 `parse_query`. Imports: json, game.*, gtp.analysis (lz-analyze's order and avoid/allow),
-nn.network (the cache key), selfplay.game (the round's expansion), review.analyse.
+nn.network (the cache key), selfplay.game (the round's expansion), review.analyse,
+review.memo.
 
 Queries, one JSON object per line: `id`, `moves`, `initialStones`, `initialPlayer`, `komi`,
 `analyzeTurns`, `maxVisits`, `priority`/`priorities`, `avoidMoves`/`allowMoves`,
@@ -24,8 +25,10 @@ Errors follow KataGo: `{"error": ..., "field": ..., "id": ...}` for a bad query 
 it is analysed), `{"error": ...}` for a line that is not a JSON object; known KataGo fields
 we cannot honour give `{"warning": ..., "field": ..., "id": ...}` and the query goes on.
 
-`clear_cache` is answered, but each position's search has its own cache (as a fresh engine
-has), dropped when it finishes: there is no cache shared between queries to clear.
+Each position's search has its own cache (as a fresh engine has), dropped when it finishes;
+what the positions share is the memo of the network's answers to the same input rows
+(review/memo.py: the turns of one game repeat each other's leaves), which `clear_cache`
+empties, so that a position asked for again is evaluated by the network again.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from leelaz.game.state import GameState
 from leelaz.gtp.analysis import AnalyzeTags, ordered_rows
 from leelaz.nn.network import Network, cache_key
 from leelaz.review.analyse import PositionSearch, ReviewSettings, search_params, network_bytes
+from leelaz.review.memo import MemoBackend, RowMemo
 from leelaz.search.params import UNLIMITED
 from leelaz.search.run import Limits
 from leelaz.search.search import UCTSearch
@@ -244,6 +248,9 @@ class JsonEngine:
         self.out = out
         self.winrates_as = winrates_as
         self.params, self.cache_entries = search_params(settings, network_bytes(side))
+        self.memo = RowMemo(settings.memo_rows)
+        self.backend = MemoBackend(side.backend_for(0), self.memo) if settings.memo_rows \
+            else side.backend_for(0)
         self.waiting: list[_Turn] = []  # a heap
         self.flying: list[_Turn] = []
         self.seq = 0
@@ -334,7 +341,8 @@ class JsonEngine:
         action = query["action"]
         if action == "query_version":
             self.send({**query, "version": VERSION, "git_hash": "<omitted>"})
-        elif action == "clear_cache":  # see the module docstring: nothing is shared
+        elif action == "clear_cache":  # the memo the positions share (module docstring)
+            self.memo.clear()
             self.send(dict(query))
         elif action in ("terminate", "terminate_all"):
             if action == "terminate" and not isinstance(query.get("terminateId"), str):
@@ -368,7 +376,7 @@ class JsonEngine:
 
     # ---- the searches ------------------------------------------------------------------------
     def _start(self, t: _Turn) -> None:
-        network = Network(self.side.weights, self.side.backend_for(0), seed=self.settings.seed,
+        network = Network(self.side.weights, self.backend, seed=self.settings.seed,
                           symmetric_lookups=True)
         if self.cache_entries is not None:
             network.set_cache_size(self.cache_entries)

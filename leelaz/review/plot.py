@@ -19,8 +19,17 @@ def plot_available() -> bool:
     return True
 
 
+#: Points a drop's label moves further from the curve when it would sit on the label of a
+#: drop close before it (same side), so that a cluster of mistakes stays readable.
+LABEL_STEP = 10
+#: Moves within which two labels of one side are close enough to be staggered.
+LABEL_NEAR = 5
+
+
 def write_plot(report: GameReport, path) -> None:
-    """Draw the plot and write it to `path` atomically."""
+    """Draw the plot and write it to `path` atomically. Each of the largest drops is the
+    swing itself (a segment from the winrate before the move to the one after) with a marker
+    and its move number: Black's below the curve (they pull it down), White's above."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
@@ -29,20 +38,30 @@ def write_plot(report: GameReport, path) -> None:
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(len(report.black_winrates)))
     ys = [100.0 * w for w in report.black_winrates]
+    ax.grid(True, color="0.92", linewidth=0.6)
     ax.fill_between(xs, ys, 50, color="0.85")
-    ax.plot(xs, ys, color="black", linewidth=1.2, label="Black's winrate")
+    ax.plot(xs, ys, color="black", linewidth=1.1, label="Black's winrate")
     ax.axhline(50, color="0.5", linewidth=0.6, linestyle="--")
-    for color, style in ((BLACK, "v"), (WHITE, "^")):
-        for i, m in enumerate(report.drops(color)):
+    for color, style, paint, below in ((BLACK, "v", "red", True), (WHITE, "^", "blue", False)):
+        drops = sorted(report.drops(color), key=lambda m: m.move.number)
+        level, last = 0, None
+        for i, m in enumerate(drops):
             n = m.move.number
-            ax.plot([n], [ys[n]], style, color="red" if color == BLACK else "blue",
-                    markersize=6, label=None if i else
+            ax.plot([n, n], [ys[n - 1], ys[n]], color=paint, linewidth=1.6)
+            ax.plot([n], [ys[n]], style, color=paint, markersize=6, label=None if i else
                     f"{'Black' if color == BLACK else 'White'}'s largest drops")
-            ax.annotate(str(n), (n, ys[n]), textcoords="offset points", xytext=(0, 6),
-                        ha="center", fontsize=7)
+            level = level + 1 if last is not None and n - last < LABEL_NEAR else 0
+            last = n
+            offset = 8 + LABEL_STEP * level
+            ax.annotate(str(n), (n, ys[n]), textcoords="offset points",
+                        xytext=(0, -offset if below else offset), ha="center",
+                        va="top" if below else "bottom", fontsize=8, color=paint)
     black, white = report.players
-    ax.set_title(f"{black} (B) – {white} (W): Black's winrate", fontsize=9)
-    ax.legend(loc="upper right", fontsize=7)
+    budget = (f"{report.visits} visits" if report.visits is not None
+              else f"{report.seconds:g} s")
+    ax.set_title(f"{black} (B) – {white} (W), {budget} a position", fontsize=10, loc="left")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8,
+              frameon=False, borderaxespad=0.2)
     ax.set_xlabel("move")
     ax.set_ylabel("Black's winrate (%)")
     ax.set_xlim(0, max(1, len(xs) - 1))

@@ -2,8 +2,10 @@
 
 Owns: the click command `command` (registered in leelaz/tools/__init__.py), the order of
 the work (inputs, output folder, network, searches, outputs per game as its last position
-finishes) and its messages. Imports: click, tools (ToolError), review.*, selfplay.runner
-(EngineSide: the network and its batches), files, progress, config, cli (the default network).
+finishes) and its messages; the options it shares with `leelaz analysis`
+(`network_options`, `search_options`) and the network both load (`load_network`).
+Imports: click, tools (ToolError), review.*, selfplay.runner (EngineSide: the network and its
+batches), files, progress, config (the default network).
 
 Bad input is one `ERROR:` line and exit status 1, before anything is written: a missing
 path, a file with no SGF game, a folder without SGF files, an output folder that cannot be
@@ -21,6 +23,7 @@ from pathlib import Path
 import click
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP, PRECISION_CHOICES
+from leelaz.review import DEFAULT_PARALLEL
 from leelaz.tools import ToolError
 
 UINT64_MAX = 2**64 - 1
@@ -51,7 +54,10 @@ def _output_folder(out_dir: str) -> Path:
     return path
 
 
-def _network(weights, cpu_only, gpu, precision, backend, parallel):
+def load_network(weights, cpu_only, gpu, precision, backend, parallel):
+    """The network file loaded once and its backend, batches of up to `parallel` rows (one
+    per position in flight); ToolError for a missing or bad file or a backend that cannot
+    run."""
     from leelaz.selfplay.runner import EngineSide, SelfplayError
     if weights is None:
         from leelaz.config import EngineConfig, find_weights
@@ -65,42 +71,63 @@ def _network(weights, cpu_only, gpu, precision, backend, parallel):
         raise ToolError(str(exc)) from None
 
 
+def _stack(*options):
+    """One decorator applying `options` in the order --help lists them."""
+    def apply(function):
+        for option in reversed(options):
+            function = option(function)
+        return function
+    return apply
+
+
+#: The options of `leelaz review` and `leelaz analysis` that say how positions are searched:
+#: their numbers are those of the engine's lz-analyze with the same seed (one definition).
+search_options = _stack(
+    click.option("--parallel", type=click.IntRange(1, None), default=DEFAULT_PARALLEL,
+                 show_default=True,
+                 help="Positions searched at once, their leaves in one network call."),
+    click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=1,
+                 show_default=True, help="Seed: a position's numbers are those of "
+                 "`leelaz -g -t 1 -v N -s SEED` running lz-analyze on it."),
+)
+
+#: The network and where it runs, as the engine takes them, for both verbs.
+network_options = _stack(
+    click.option("-w", "--weights", default=None, metavar="FILE", help="Network weights."),
+    click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL."),
+    click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
+                 help="ID of the device(s) to use (repeatable)."),
+    click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
+                 show_default=True, help=BACKEND_HELP),
+    click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto"),
+)
+
+
 @click.command("review", short_help="Review whole games: annotated SGF, winrate plot, report.",
                context_settings={"help_option_names": ["-h", "--help"],
                                            "max_content_width": 100})
 @click.argument("paths", nargs=-1, required=True, metavar="GAME.sgf|DIR...")
 @click.option("-o", "--out", "out_dir", default=".", show_default=True, metavar="DIR",
               help="Folder for NAME.review.sgf / .md / .png (and .json).")
-@click.option("-w", "--weights", default=None, metavar="FILE", help="Network weights.")
 @click.option("-v", "--visits", type=click.IntRange(1, None), default=None,
               help=f"Visits per position.  [default: {DEFAULT_VISITS}]")
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=None,
               help="Instead of --visits: about this many seconds per position.")
-@click.option("--parallel", type=click.IntRange(1, None), default=None,
-              help="Positions searched at once, their leaves in one network call.  "
-                   "[default: 128]")
-@click.option("-s", "--seed", type=click.IntRange(0, UINT64_MAX), default=1,
-              show_default=True, help="Seed: a position's numbers are those of "
-              "`leelaz -g -t 1 -v N -s SEED` running lz-analyze on it.")
+@search_options
 @click.option("--variation-drop", type=click.FloatRange(0, 100), default=10.0,
               show_default=True, help="Add the engine's line as a variation where the "
               "played move lost more than this much winrate (percentage points).")
 @click.option("--top", type=click.IntRange(1, None), default=5, show_default=True,
               help="Largest drops listed per side.")
 @click.option("--json", "write_json", is_flag=True, help="Also write NAME.review.json.")
-@click.option("--cpu-only", is_flag=True, help="NumPy, no OpenCL.")
-@click.option("--gpu", type=click.IntRange(0, None), multiple=True, metavar="ID",
-              help="ID of the device(s) to use (repeatable).")
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto",
-              show_default=True, help=BACKEND_HELP)
-@click.option("--precision", type=click.Choice(PRECISION_CHOICES), default="auto")
+@network_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def command(paths, out_dir, weights, visits, seconds, parallel, seed, variation_drop, top,
-            write_json, cpu_only, gpu, backend, precision, quiet) -> int:
+def command(paths, out_dir, visits, seconds, parallel, seed, variation_drop, top, write_json,
+            weights, cpu_only, gpu, backend, precision, quiet) -> int:
     """Review whole games: search every position of each game's main line and write an
     annotated SGF (comments, Sabaki's winrate graph, variations), a winrate plot and a
     report per game."""
-    from leelaz.review.analyse import DEFAULT_PARALLEL, ReviewSettings, analyse
+    from leelaz.review.analyse import ReviewSettings, analyse
     from leelaz.review.games import InputProblem, collect_games
 
     if visits is not None and seconds is not None:
@@ -118,8 +145,8 @@ def command(paths, out_dir, weights, visits, seconds, parallel, seed, variation_
         click.echo(line, err=True)
     out = _output_folder(out_dir)
     settings = ReviewSettings(visits=visits or DEFAULT_VISITS, seconds=seconds, seed=seed,
-                              parallel=parallel or DEFAULT_PARALLEL)
-    side = _network(weights, cpu_only, gpu, precision, backend, settings.parallel)
+                              parallel=parallel)
+    side = load_network(weights, cpu_only, gpu, precision, backend, settings.parallel)
     writer = _Writer(games, out, settings, side.weights_path, variation_drop / 100.0, top,
                      write_json)
     jobs = [((g, p), state) for g, game in enumerate(games)

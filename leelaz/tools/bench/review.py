@@ -10,13 +10,19 @@ GoReviewPartner starts it but with a visit cap instead of its clock), for each g
 `clear_board`, `komi`, the handicap stones, then at each position `genmove`, `undo` and the
 game's move (GoReviewPartner's own loop, leela_zero_analysis.py), and `genmove` at the last
 position; its start is timed too. The reference reuses its tree from one position to the
-next (genmove after play), so it does somewhat less new work per position than ours: the
-comparison leans its way. Both get the same network file and games; the figure is
-positions per second and the ratio of the wall times.
+next (genmove after play), so it does less new work per position than ours (the run says
+how many new playouts a position it made): the comparison leans its way. Both get the same
+network file and games; the figure is positions per second and the ratio of the wall times.
+Each side's CPU seconds (its processes' user + system time) are shown too: on a machine
+shared with other work the wall times follow the others' load, so a comparison is made of
+alternating runs (the lines say the load average), and the CPU seconds say what each side
+itself spent.
 """
 
 from __future__ import annotations
 
+import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -53,8 +59,22 @@ def _games(source: str, count: int, folder: Path) -> list[Path]:
     return paths
 
 
-def _reference_review(argv: list[str], games: list[Path], timeout: float) -> tuple[float, int]:
-    """GoReviewPartner's loop on one Leela Zero process: (seconds, positions searched)."""
+def _children_cpu() -> float:
+    """User + system seconds of this process's finished children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+#: Leela Zero's line after each search (src/UCTSearch.cpp): "400 visits, 141562 nodes, 332
+#: playouts, 119 n/s"; the playouts are the search's new visits.
+PLAYOUTS_LINE = re.compile(r"^\d+ visits, \d+ nodes, (\d+) playouts", re.M)
+
+
+def _reference_review(argv: list[str], games: list[Path],
+                      timeout: float) -> tuple[float, int, int]:
+    """GoReviewPartner's loop on one Leela Zero process: (seconds, positions searched,
+    new playouts as its stderr counts them; the rest of each search's visits it kept from
+    the search of the position before)."""
     from leelaz.game.coords import BLACK, gtp_vertex
     from leelaz.gtp.client import GtpClient, GtpFailure
     from leelaz.review.games import collect_games
@@ -62,6 +82,7 @@ def _reference_review(argv: list[str], games: list[Path], timeout: float) -> tup
     reviews, _ = collect_games(games, lambda line: None)
     began = time.monotonic()
     positions = 0
+    stderr: list[str] = []
     try:
         with GtpClient(argv, name="leelaz", stderr="capture") as lz:
             for review in reviews:
@@ -78,16 +99,18 @@ def _reference_review(argv: list[str], games: list[Path], timeout: float) -> tup
                     lz.ask(f"genmove {color}", timeout)
                     lz.ask("undo", timeout)
                     lz.ask(f"play {color} {gtp_vertex(move.vertex)}", timeout)
-                    lz.take_stderr()
+                    stderr.append(lz.take_stderr())
                     positions += 1
                 last = review.positions[-1]
                 lz.ask(f"genmove {'bw'[last.to_move]}", timeout)
-                lz.take_stderr()
+                stderr.append(lz.take_stderr())
                 positions += 1
             lz.ask("quit", timeout)
+            stderr.append(lz.take_stderr())
     except (OSError, GtpFailure) as exc:
         raise ToolError(f"{argv[0]}: {exc}") from None
-    return time.monotonic() - began, positions
+    playouts = sum(int(n) for n in PLAYOUTS_LINE.findall("".join(stderr)))
+    return time.monotonic() - began, positions, playouts
 
 
 @click.command("review", context_settings=CONTEXT)
@@ -127,14 +150,15 @@ def command(source, games, weights, visits, ours, reference, ours_args, ref_args
         say(f"{games} game(s) of {source}, network {path}, {visits} visits a position "
             f"({load_line()} at start)")
         rows = []
-        began = time.monotonic()
+        began, cpu = time.monotonic(), _children_cpu()
         run = subprocess.run(ours_argv, capture_output=True, text=True, timeout=timeout)
         ours_seconds = time.monotonic() - began
+        ours_cpu = _children_cpu() - cpu
         if run.returncode != 0:
             tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
             raise ToolError(f"leelaz review failed (status {run.returncode}): {tail}")
         positions = sum(len(g.positions) for g in collect_games(files, lambda x: None)[0])
-        rows.append(["leelaz review", positions, f"{ours_seconds:.1f}",
+        rows.append(["leelaz review", positions, f"{ours_seconds:.1f}", f"{ours_cpu:.1f}",
                      f"{positions / ours_seconds:.2f}"])
         ref_seconds = None
         if reference != "none":
@@ -143,14 +167,24 @@ def command(source, games, weights, visits, ours, reference, ours_args, ref_args
                 ref_argv = ref + ["--gtp", "--noponder", "-v", str(visits), "--timemanage",
                                   "off", "-w", path] + (split_command(ref_args)
                                                         if ref_args.strip() else [])
-                ref_seconds, ref_positions = _reference_review(ref_argv, files, timeout)
+                cpu = _children_cpu()
+                ref_seconds, ref_positions, ref_playouts = _reference_review(ref_argv, files,
+                                                                             timeout)
+                ref_cpu = _children_cpu() - cpu
                 rows.append(["LZ 0.17, GoReviewPartner's loop", ref_positions,
-                             f"{ref_seconds:.1f}", f"{ref_positions / ref_seconds:.2f}"])
+                             f"{ref_seconds:.1f}", f"{ref_cpu:.1f}",
+                             f"{ref_positions / ref_seconds:.2f}"])
             else:
                 say("no Leela Zero 0.17 installed here: measuring ours only")
-        say(table(["review", "positions", "seconds", "positions/s"], rows))
+        say(f"leelaz review: {visits} visits a position, each from a fresh tree (as lz-analyze "
+            f"in a fresh engine)")
+        if ref_seconds is not None:
+            say(f"Leela Zero: {ref_playouts / max(1, ref_positions):.0f} new playouts a "
+                f"position; it kept the rest of each position's {visits} visits from the "
+                f"search of the position before")
+        say(table(["review", "positions", "seconds", "CPU seconds", "positions/s"], rows))
         if ref_seconds is not None:
             say(f"leelaz review is {ref_seconds / ours_seconds:.2f}x as fast "
-                f"({load_line()} now)")
+                f"({ref_cpu / max(ours_cpu, 1e-9):.2f}x in CPU seconds; {load_line()} now)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
