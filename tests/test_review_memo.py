@@ -17,7 +17,7 @@ import pytest
 
 from leelaz.backends.base import Backend
 from leelaz.review.memo import MemoBackend, RowMemo
-from leelaz.selfplay.round_batch import RoundBatch, SharedBackend
+from leelaz.backends.mux import RoundBatch, SharedBackend
 from paths import REPO
 
 NET = str(REPO / "weights" / "leelaz-6x128.txt.gz")

@@ -103,7 +103,7 @@ class _Answer:
 
 
 class MemoBackend(Backend):
-    """A position's view of the round's backend (selfplay.round_batch.SharedBackend) that
+    """A position's view of the round's backend (backends.mux.SharedBackend) that
     answers from `memo` the rows evaluated before, and parks only the others."""
 
     asynchronous = False
