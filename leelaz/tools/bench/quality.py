@@ -31,6 +31,7 @@ import math
 import os
 import random
 import re
+import shutil
 import tempfile
 
 from leelaz.game.sgf import SgfError, SgfGame, format_game, iter_file_games
@@ -97,7 +98,6 @@ def run_quality(commands: list[tuple[str, list]], long_search: list[str], sgf: s
     """Analyse every position with the long search, then with each engine; print and return
     the per-engine figures. `analyze_once`, `start_engine` and `quit_seconds` are the speed
     mode's (tools/bench/analyze.py, which calls this): one lz-analyze is read one way."""
-
     positions = pick_positions(sgf, count, seed)
     say(f"{count} positions of {sgf} (seed {seed}); long search {long_seconds:g} s: "
         f"{' '.join(long_search)}; {seconds:g} s each engine; {load_line()}")
@@ -133,6 +133,7 @@ def run_quality(commands: list[tuple[str, list]], long_search: list[str], sgf: s
     finally:
         for engine in engines:
             engine.close(quit_seconds)
+        shutil.rmtree(folder, ignore_errors=True)
     figures = {name: agreement(truth, answers[name]) for name, _ in commands}
     rows = []
     for name, _ in commands:
