@@ -17,7 +17,6 @@ from leelaz.game.state import GameState
 from leelaz.search.merge import combine, merged_root, root_report
 from leelaz.search.node import M2_START, UCTNode
 from leelaz.search.params import SearchParams
-from leelaz.search.search import UCTSearch
 from leelaz.search.stats import snapshot
 
 

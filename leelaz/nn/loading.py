@@ -38,6 +38,7 @@ from leelaz.backends.base import Backend, NetWeights
 from leelaz.batching import search_batch_size
 from leelaz.config import EngineConfig
 
+
 @dataclass(frozen=True)
 class LoadPlan:
     """What `choose` decided, everything `open_backend` and `open_network` need."""

@@ -54,7 +54,7 @@ import numpy as np
 from leelaz.game.coords import ALL_VERTICES
 from leelaz.search.core.arrays import CoreTree, NotCovered
 from leelaz.search import run as search_run
-from leelaz.search.node import INVALID, RootSelector
+from leelaz.search.node import RootSelector
 from leelaz.search.root import prepare_root
 from leelaz.search.timemanage import playouts_left
 from leelaz.search.run import _LEAF, LeafBatch, SearchRun
