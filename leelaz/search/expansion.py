@@ -215,6 +215,14 @@ def request_compiled() -> None:
         _loading.start()
 
 
+def wait_compiled() -> None:
+    """Request the compiled kernels and wait until they are loaded or known to be missing
+    (benchmarks: a timed search must not share the interpreter with numba's import)."""
+    request_compiled()
+    if _loading is not None:
+        _loading.join()
+
+
 def _load_kernels() -> None:
     global _kernels
     if os.environ.get(COMPILED_VARIABLE, "1") == "0":
