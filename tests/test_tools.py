@@ -365,7 +365,7 @@ def test_bench_startup_runs(lz_binary, random_weights):
 
 
 def test_quality_reads_the_top_move_and_scores_agreement():
-    from leelaz.tools.bench.quality import agreement, top_line, wilson
+    from leelaz.tools.bench.quality import agreement, top_line
 
     line = ("info move Q16 visits 40 winrate 4812 prior 1200 lcb 4700 order 1 pv Q16 D4 "
             "info move d4 visits 52 winrate 5023 prior 1500 lcb 4900 order 0 pv D4 Q16 "
@@ -373,12 +373,12 @@ def test_quality_reads_the_top_move_and_scores_agreement():
     assert top_line(line) == ("D4", 0.5023, 52)
     assert top_line("info move C3 visits 7 winrate 9000 prior 1 pv C3") == ("C3", 0.9, 7)
     assert top_line("") is None
-    low, high = wilson(5, 10)  # the textbook value: 0.237-0.763
-    assert (round(low, 3), round(high, 3)) == (0.237, 0.763)
     truth = [("D4", 0.50, 900), ("Q16", 0.40, 800), None, ("C3", 0.70, 700)]
     answers = [("D4", 0.47, 100), ("R4", 0.45, 120), ("D4", 0.5, 90), ("C3", 0.70, 110)]
     got = agreement(truth, answers)
     assert (got["agree"], got["positions"]) == (2, 4)
+    low, high = got["interval"]  # Wilson's for 2 of 4, the textbook value: 0.150-0.850
+    assert (round(low, 3), round(high, 3)) == (0.150, 0.850)
     assert got["winrate_error"] == pytest.approx((0.03 + 0.05 + 0.0) / 3)
     assert got["visits"] == pytest.approx((100 + 120 + 110) / 3)
 

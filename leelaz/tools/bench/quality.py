@@ -15,7 +15,7 @@ its top move and winrate are the answer to match. Then every engine of the bench
 the references, the same command lines as the speed mode) analyses the position for
 `--seconds`, one after the other, and its top move (the `order 0` move of its last `info`
 line) and winrate are compared with the long search's: the table gives the share of
-positions whose top move agrees, with its 95% interval (Wilson), the mean absolute winrate
+positions whose top move agrees, with its 95% interval (Wilson's, selfplay/sprt.py `score_interval`), the mean absolute winrate
 difference and the mean visits shown.
 
 The positions are real: `--sgf` (a game, or a collection such as the 9-dan games, plain or
@@ -27,7 +27,6 @@ process, so it warms no engine's cache.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import re
@@ -36,6 +35,7 @@ import tempfile
 
 from leelaz.game.sgf import SgfError, SgfGame, format_game, iter_file_games
 from leelaz.gtp.client import GtpFailure
+from leelaz.selfplay.sprt import score_interval
 from leelaz.tools import ToolError
 from leelaz.tools.bench.common import load_line, say, table
 
@@ -79,16 +79,6 @@ def pick_positions(path: str, count: int, seed: int) -> list[tuple[SgfGame, int]
                         f"{LAST_MOVE} in its games, fewer than --positions {count}")
     drawn = random.Random(seed).sample(choices, count)
     return [(games[i], m) for i, m in drawn]
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson interval of a share k / n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def run_quality(commands: list[tuple[str, list]], long_search: list[str], sgf: str,
@@ -157,7 +147,7 @@ def agreement(truth: list, answers: list) -> dict:
     error = sum(abs(t[1] - a[1]) for t, a in both) / len(both) if both else float("nan")
     visits = sum(a[2] for _, a in both) / len(both) if both else 0.0
     return {"agree": agree, "positions": len(pairs), "share": agree / max(1, len(pairs)),
-            "interval": wilson(agree, len(pairs)), "winrate_error": error, "visits": visits}
+            "interval": score_interval(agree, len(pairs))[1:], "winrate_error": error, "visits": visits}
 
 
 def _answer(got: dict) -> tuple[str, float, int] | None:
