@@ -656,7 +656,7 @@ def test_selfplay_additions_reach_every_game_of_a_generation(tmp_path):
     (["--full-share", "0"], "--full-share must be above 0 and at most 1, not '0'"),
     (["--full-share", "x"], "--full-share must be a number, not 'x'"),
     (["--cheap-visits", "-1"], "--cheap-visits must be at least 0, not '-1'"),
-    (["--forced-playouts", "inf"], "--forced-playouts must be a number, not 'inf'"),
+    (["--forced-playouts", "inf"], "--forced-playouts must be a finite number, not 'inf'"),
     (["--window-min", "1.5"], "--window-min must be a whole number, not '1.5'"),
     (["--ladder", "--ladder-games", "0"], "--ladder-games must be at least 1, not '0'"),
     (["--ladder", "--ladder-visits", "x"], "--ladder-visits must be a whole number, not 'x'"),

@@ -61,11 +61,11 @@ def number(kind: type = float, *, least=None, above=None, most=None):
         whole = kind is int
         try:
             number_ = kind(value)
-            if not whole and not math.isfinite(number_):
-                raise ValueError
         except (TypeError, ValueError):
             raise ToolError(f"{name} must be {'a whole number' if whole else 'a number'}, "
                             f"not {value!r}") from None
+        if not whole and not math.isfinite(number_):
+            raise ToolError(f"{name} must be a finite number, not {value!r}")
         bounds = [f"at least {least}" if least is not None else "",
                   f"above {above}" if above is not None else "",
                   f"at most {most}" if most is not None else ""]

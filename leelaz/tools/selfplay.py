@@ -18,24 +18,10 @@ from leelaz.config import PRECISION_CHOICES
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
 from leelaz.tools import ToolError
-from leelaz.tools.options import (backend_option, cpu_only_option, gpu_option, quiet_option,
-                                   weights_option)
+from leelaz.tools.options import (backend_option, cpu_only_option, gpu_option, number,
+                                   quiet_option, weights_option)
 
 UINT64_MAX = 2**64 - 1
-
-
-def _number(option: str, text: str, kind: type):
-    """An option's value as `kind`; a ToolError (one line, exit status 1) when it is not a
-    finite number. The ranges are play_selfplay's (selfplay.check_additions)."""
-    import math
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ToolError(f"{option} must be {'a whole number' if kind is int else 'a number'}, "
-                        f"not {text!r}") from None
-    if kind is float and not math.isfinite(value):
-        raise ToolError(f"{option} must be a finite number, not {text!r}")
-    return value
 
 
 class Interrupted(ToolError):
@@ -96,17 +82,20 @@ class Interrupted(ToolError):
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=None,
               help="Stop after this long (games in flight are dropped).")
 @quiet_option("No progress bar and no estimate of the run's time at its start.")
-@click.option("--full-share", default="1", metavar="SHARE", show_default=True,
+@click.option("--full-share", default="1",
+              callback=number(float), metavar="SHARE", show_default=True,
               help="Playout-cap randomisation (KataGo): this share of the moves gets the full "
                    "search, with noise, and is recorded; the others get --cheap-visits without "
                    "noise and are not recorded (e.g. 0.25). 1 = every move, as Leela Zero.")
-@click.option("--cheap-visits", default="0", metavar="N",
+@click.option("--cheap-visits", default="0", callback=number(int), metavar="N",
               help="Visits of a cheap search under --full-share (0 = the full search's / 8).")
-@click.option("--forced-playouts", "forced_k", default="0", metavar="K", show_default=True,
+@click.option("--forced-playouts", "forced_k", default="0",
+              callback=number(float), metavar="K", show_default=True,
               help="Forced playouts at the root of full searches with policy-target pruning "
                    "(KataGo, K = 2): each visited child gets at least sqrt(K x prior x visits) "
                    "visits, taken out of the recorded target again. 0 = off.")
-@click.option("--komi-spread", default="0", metavar="POINTS", show_default=True,
+@click.option("--komi-spread", default="0",
+              callback=number(float), metavar="POINTS", show_default=True,
               help="Komi randomisation: each game's komi is 7.5 plus a whole number of points "
                    "drawn with this standard deviation. 0 = 7.5 always.")
 @click.option("--checked-resign", is_flag=True,
@@ -138,10 +127,8 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
         raise ToolError("--games N and --out DIR are required")
     if games < 1:
         raise ToolError(f"--games must be at least 1, not {games}")
-    additions = dict(full_share=_number("--full-share", full_share, float),
-                     cheap_visits=_number("--cheap-visits", cheap_visits, int),
-                     forced_k=_number("--forced-playouts", forced_k, float),
-                     komi_spread=_number("--komi-spread", komi_spread, float),
+    additions = dict(full_share=full_share, cheap_visits=cheap_visits, forced_k=forced_k,
+                     komi_spread=komi_spread,
                      checked_resign=checked_resign, resign_evidence=tuple(resign_evidence))
     if weights is None:
         from leelaz.config import EngineConfig, find_weights
