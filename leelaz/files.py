@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import gzip
 import os
+import secrets
 import stat
 import tempfile
 import zlib
@@ -84,19 +85,32 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, temp: str | None = 
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise NotRegularFile(os.fspath(path), "replace")
     folder = os.path.dirname(target)
-    if temp is None:
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + os.path.basename(target) + ".",
-                                   suffix=TEMP_SUFFIX, dir=folder)
-    else:
-        tmp = os.fspath(temp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # The temporary file is named before it is created, and created inside the try: a Ctrl-C
+    # delivered as its creation returns (CPython checks for signals right after a call)
+    # removes it too. A name that exists already is not ours (O_EXCL): left alone.
+    tmp, owned = None, True
     try:
+        while True:
+            tmp = os.fspath(temp) if temp is not None else os.path.join(
+                folder, f"{TEMP_PREFIX}{os.path.basename(target)}.{secrets.token_hex(4)}"
+                        f"{TEMP_SUFFIX}")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                break
+            except FileExistsError:
+                if temp is not None:  # a given name: someone else's file
+                    owned = False
+                    raise
+                tmp = None  # a random name taken: not ours either; draw another
+            except OSError:
+                owned = False
+                raise
         with os.fdopen(fd, mode, **open_kwargs) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         if st is None:
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600
+            os.chmod(tmp, 0o666 & ~_umask())  # created 0600
         else:
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
             try:
@@ -109,10 +123,11 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, temp: str | None = 
         else:
             os.replace(tmp, target)
     except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None and owned:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = os.fspath(path)  # a failed write() names no file: say which
         raise

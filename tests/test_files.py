@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from leelaz import files
 from leelaz.files import (atomic_open, create_text_atomic, write_gzip_atomic,
                           write_text_atomic)
 
@@ -179,3 +180,28 @@ def test_every_new_file_follows_the_umask(tmp_path):
                 oct(0o666 & ~mask)
         finally:
             os.umask(old)
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_ctrl_c_as_the_temporary_file_is_created_leaves_no_debris(tmp_path, monkeypatch, named):
+    """CPython checks for a pending signal right after a call returns: a Ctrl-C can land the
+    moment the temporary file exists, before anything is written into it (a self-play run
+    interrupted so left `.NAME.txt.0.gz.tmp` behind). Simulated by an os.open that creates
+    the file and then raises KeyboardInterrupt."""
+    real_open = os.open
+
+    def open_then_interrupted(path, *args, **kwargs):
+        real_open(path, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(files.os, "open", open_then_interrupted)
+    target = tmp_path / "game.sgf"
+    with pytest.raises(KeyboardInterrupt):
+        files.write_text_atomic(target, "(;)", temp=str(tmp_path / ".game.sgf.tmp")
+                                if named else None)
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(files.os, "open", real_open)
+    (tmp_path / ".other.tmp").write_text("someone's")  # an existing name is not ours
+    with pytest.raises(FileExistsError):
+        files.write_text_atomic(target, "(;)", temp=str(tmp_path / ".other.tmp"))
+    assert os.listdir(tmp_path) == [".other.tmp"]
