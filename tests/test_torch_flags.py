@@ -95,10 +95,30 @@ def test_several_gpu_ids_make_one_torch_backend_each(random_weights, monkeypatch
         return TorchBackend(weights, device="cpu", quiet=True)
 
     monkeypatch.setattr(device_choice, "create_backend", create)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # two CUDA devices
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     weights = load_weights(random_weights(1, 8))
     backend = device_choice.build_backend(weights, "torch", gpus=[1, 0], quiet=True)
     assert isinstance(backend, MultiDeviceBackend) and backend.name == "torch"
     assert made == [("torch", [1]), ("torch", [0])]
+
+
+def test_a_bad_id_among_several_is_one_line_before_any_device_starts(random_weights,
+                                                                       monkeypatch):
+    """`--gpu 0 --gpu 5` on a machine of two CUDA devices: the engine says which id is
+    missing in one ERROR line and exits 1, before the first device's backend is made."""
+    from leelaz.backends import device_choice
+
+    made = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(device_choice, "create_backend",
+                        lambda name, weights, **options: made.append(options["gpus"]))
+    code, out, err = _engine(["-g", "--backend", "torch", "--gpu", "0", "--gpu", "5", "-w",
+                              random_weights(1, 8)])
+    assert code == 1 and out == ""
+    assert err.splitlines()[-1] == "ERROR: no CUDA device with id 5 (2 present)"
+    assert made == []
 
 
 def test_selfplay_and_the_gating_match_run_on_torch(random_weights, tmp_path, monkeypatch):

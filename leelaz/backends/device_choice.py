@@ -144,6 +144,10 @@ def _torch(weights: NetWeights, cpu_only: bool, gpus: list[int] | None, precisio
     options = dict(precision=precision, quiet=quiet, log=log, batch_size=batch_size)
     if cpu_only or not gpus or len(gpus) == 1:
         return create_backend("torch", weights, gpus=gpus, cpu=cpu_only, **options)
+    from leelaz.backends.torch_backend import torch_device
+
+    for gpu in gpus:  # every id checked before any device is set up: one line, no half start
+        torch_device([gpu])
     return MultiDeviceBackend([create_backend("torch", weights, gpus=[gpu], **options)
                                for gpu in gpus])
 
