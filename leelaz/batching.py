@@ -10,8 +10,9 @@ backend is tuned for the size it gives.
 Why batches: under Python's GIL the search collects leaves under virtual loss instead of
 running Leela Zero's threads, and sends them to the network in one call; `-t N` collects N.
 Without -t or --batchsize, and when OpenCL may run, the search collects 32 leaves in analysis
-and 16 for a move on the clock (`play_batch_size`): Leela Zero's own default (10 threads) left
-a fast GPU idle most of the time. With --cpu-only and neither
+and 16 for a move on the clock (`play_batch_size`), each times the number of --gpu ids (the
+batch is split over them): Leela Zero's own default (10 threads) left a fast GPU idle most of
+the time. With --cpu-only and neither
 flag, it collects at least two leaves per NumPy worker (`numpy_workers`): one pass over two
 positions costs a worker markedly less per position than two passes over one (the 36 Winograd
 products of each layer run on twice the rows for one read of the layer's weights), so analysis
@@ -126,7 +127,7 @@ def search_batch_size(cfg, hw: int | None = None) -> int:
         if cfg.cpu_only:
             batch_size = max(batch_size, CPU_LEAVES_PER_WORKER * numpy_workers(hw))
         else:
-            batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH)
+            batch_size = max(batch_size, DEFAULT_OPENCL_SEARCH_BATCH * gpu_count(cfg))
     return max(1, batch_size)
 
 
@@ -136,8 +137,15 @@ def play_batch_size(cfg, hw: int | None = None) -> int:
     (analysis and pondering always use search_batch_size: long searches, where a bigger
     batch buys visits a second at little cost in quality)."""
     if not cfg.threads and not cfg.batchsize and not cfg.cpu_only:
-        return DEFAULT_OPENCL_PLAY_BATCH
+        return DEFAULT_OPENCL_PLAY_BATCH * gpu_count(cfg)
     return search_batch_size(cfg, hw)
+
+
+def gpu_count(cfg) -> int:
+    """The devices one batch is split over (backends/demux.py): the --gpu ids given, at
+    least 1. The default batches are per device, as Leela Zero's threads are (2 x batch per
+    --gpu), so that each of several GPUs gets the rows one GPU alone would."""
+    return max(1, len(cfg.gpus))
 
 
 def leaves_to_collect(batch: int, left: int, in_flight: int, root_visits: int,

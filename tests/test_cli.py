@@ -228,6 +228,18 @@ def test_play_batch_size_is_smaller_on_a_gpu_by_default_only():
     assert play_batch_size(EngineConfig(cpu_only=True, threads=1), hw=2) == 1
 
 
+def test_default_batches_are_per_gpu():
+    """Several --gpu ids split each batch over the devices (backends/demux.py), so the
+    default batches grow with them, as Leela Zero's default threads do (2 x 5 per --gpu):
+    each GPU gets the rows one GPU alone gets. Given -t or --batchsize, they decide."""
+    two = EngineConfig(gpus=(0, 1))
+    assert resolve_threads(two, hw=32) == (20, 5)  # Leela Zero's own figure for two GPUs
+    assert search_batch_size(two, hw=32) == 2 * search_batch_size(EngineConfig(), hw=32) == 64
+    assert play_batch_size(two, hw=32) == 2 * play_batch_size(EngineConfig(), hw=32) == 32
+    assert search_batch_size(EngineConfig(gpus=(0, 1), threads=32), hw=32) == 32
+    assert play_batch_size(EngineConfig(gpus=(1,)), hw=32) == 16
+
+
 @pytest.mark.parametrize("blocks, filters", [(2, 32), (6, 64)])
 def test_startup_memory_split_like_lz(lz_binary, random_weights, blocks, filters):
     """At start-up Leela Zero splits its default 5,200,000,000 bytes (10% cache) and says so;
