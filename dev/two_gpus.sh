@@ -16,12 +16,21 @@
 #           (a one-GPU machine's share), one GPU on all 32, both GPUs on all 32 (workers
 #           dealt over them, selfplay/workers.worker_devices).
 #
-# Needs .whl/ and .lzpack/ (dev/pack_reference_gpu.sh) in the checkout. Env: STAGES, NETS
-# ("shipped-6x128 20x256 40x256"), SECS (3 s a position), RUNS (3), SP_SECS (45), OUT.
-# Each stage is skipped once BUDGET (540 s) is spent; the logs come back as one tar.
+# zero:     dev/zero_learn_gpu.sh's run (DIR /tmp/z6c, restored from .zero-state/) resumed until
+#           BUDGET + ZERO_EXTRA s, 24 self-play workers dealt over both GPUs; its log's
+#           games/hour against the same run's generations on one GPU.
+#
+# Needs .whl/ and .lzpack/ (dev/pack_reference_gpu.sh) in the checkout (and .zero-state/ for
+# zero). Env: STAGES, NETS ("shipped-6x128 20x256 40x256"), OURS (';'-separated argument
+# sets for ours), SECS (3 s a position), RUNS (3), SP_SECS (45), SP_RUNS (';'-separated
+# "CUDA_VISIBLE_DEVICES CORES WORKERS"), ZERO_EXTRA (0), OUT. Each stage is skipped once
+# BUDGET (540 s) is spent; the logs come back as one tar.
 set -u
 STAGES=${STAGES:-"startup analyze selfplay"}; NETS=${NETS:-"shipped-6x128 20x256 40x256"}
 SECS=${SECS:-3}; RUNS=${RUNS:-3}; SP_SECS=${SP_SECS:-45}; BUDGET=${BUDGET:-540}
+SP_RUNS=${SP_RUNS:-"0 0-15 16;0 0-31 32;0,1 0-31 32"}; ZERO_EXTRA=${ZERO_EXTRA:-0}
+ONE="--search-processes 1"
+OURS=${OURS:-"$ONE --gpu 0;$ONE --gpu 1;$ONE --gpu 0 --gpu 1;$ONE --gpu 0 --gpu 1 -t 32"}
 OUT=${OUT:-/tmp/two-gpus-out}; mkdir -p "$OUT/logs"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
@@ -66,7 +75,7 @@ EOF
       for net in $NETS; do
         left "analyze $net" || break
         NET=$net GPU=0,1 SECS=$SECS WARMUP=5 OUT=$OUT/logs \
-          OURS="--search-processes 1 --gpu 0;--search-processes 1 --gpu 1;--search-processes 1 --gpu 0 --gpu 1;--search-processes 1 --gpu 0 --gpu 1 -t 32" \
+          OURS="$OURS" \
           LZ_SETTINGS="--gpu 0 -t 32 --batchsize 16;--gpu 0 --gpu 1 -t 64 --batchsize 16" \
           bash dev/analyze_gpu.sh > $OUT/logs/analyze-run-$net.txt 2>&1
         grep -vE "^\s*$" $OUT/logs/analyze-$net.txt | tail -25 >> $SUMMARY
@@ -75,13 +84,19 @@ EOF
     selfplay)
       SP=(python3 -m leelaz bench selfplay -w $W/shipped-6x128.txt -v 1601 --seconds $SP_SECS
           --parallel 128 --reference "" --no-peak)
-      for run in "0 0-15 16" "0 0-31 32" "0,1 0-31 32"; do
+      IFS=';' read -ra runs <<< "$SP_RUNS"
+      for run in "${runs[@]}"; do
         set -- $run
         left "selfplay $run" || break
         echo "-- GPUs $1, cores $2, $3 workers" | tee -a $SUMMARY
         CUDA_VISIBLE_DEVICES=$1 taskset -c $2 "${SP[@]}" --workers $3 > $OUT/logs/selfplay-$1-$3.txt 2>&1
         grep -E "moves/s|leelaz" $OUT/logs/selfplay-$1-$3.txt | tail -4 | tee -a $SUMMARY
       done
+      ;;
+    zero)  # the learning run of dev/zero_learn_gpu.sh resumed, its self-play on both GPUs
+      BUDGET=$((BUDGET + ZERO_EXTRA - SECONDS)) DIR=/tmp/z6c WORKERS=24 PARALLEL=64 GAMES=256 \
+        OUT=$OUT bash dev/zero_learn_gpu.sh > $OUT/logs/zero.txt 2>&1
+      grep -E "games/hour|promoted|candidate" /tmp/z6c/log.txt | tail -6 | tee -a $SUMMARY
       ;;
   esac
 done
