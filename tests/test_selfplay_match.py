@@ -269,3 +269,45 @@ def test_sequential_decision_reads_games_in_index_order():
     assert sequential_decision(mixed) == (6, 0, None)
     # a game without a result is skipped, not a hole
     assert sequential_decision({0: None, 1: False}) == (0, 1, None)
+
+
+def _moves(folder):
+    """{index: the SGF's moves} of a match folder, read here."""
+    out = {}
+    for name in os.listdir(folder):
+        if name.endswith(".sgf") and not name.startswith("."):
+            text = open(os.path.join(folder, name)).read()
+            out[int(name.split("-")[0])] = re.findall(r";[BW]\[[a-s]*\]", text)
+    return out
+
+
+def test_the_verb_plays_a_match_in_several_processes_as_one(tmp_path, capsys):
+    """`--preset lz-gate --jobs 3`: three spawned processes (one per GPU on a machine of
+    several) play one match into one folder: the same games, move for move, and the same
+    result as one process, each game once, the shards dealt to different processes."""
+    a, b = _net(tmp_path / "a.txt", 3), _net(tmp_path / "b.txt", 4)
+    common = ["match", "--preset", "lz-gate", "--weights1", a, "--weights2", b, "--games",
+              "8", "-v", "2", "--parallel", "2", "-s", "5", "--cpu-only", "--max-moves", "20",
+              "--json"]
+    results = {}
+    for jobs in (1, 3):
+        out = str(tmp_path / f"jobs{jobs}")
+        assert run_verb(common + ["--out", out, "--jobs", str(jobs)]) == 0
+        results[jobs] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert _moves(str(tmp_path / "jobs3")) == _moves(str(tmp_path / "jobs1"))
+    assert sorted(_moves(str(tmp_path / "jobs3"))) == list(range(8))
+    for key in ("wins", "losses", "games", "decision"):
+        assert results[3][key] == results[1][key], key
+    tokens = {token for token, _ in _recount(str(tmp_path / "jobs3")).values()}
+    assert len(tokens) == 3  # three writers
+
+
+def test_a_bad_network_with_several_processes_is_one_line(tmp_path, passing_net, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2\nnot a network\n")
+    code = run_verb(["match", "--preset", "lz-gate", "--weights1", str(bad), "--weights2",
+                     passing_net, "--out", str(tmp_path / "m"), "--games", "4", "-v", "1",
+                     "--cpu-only", "--jobs", "2"])
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0], err

@@ -49,7 +49,8 @@ from leelaz.selfplay.sprt import wald_llr as sprt_llr
 from leelaz.tools import ToolError, make_folder
 from leelaz.tools.match_games import GameRecord, MatchSettings, MatchTable, read_game, sgf_text
 from leelaz.tools.match_stats import forfeit_line, margin_line, summary
-from leelaz.tools.options import backend_option, cpu_only_option, gpu_option
+from leelaz.tools.options import (backend_option, cpu_only_option, gpu_option,
+                                  processes_by_default)
 from leelaz.progress import MoveBar
 
 __all__ = ["command", "main", "play", "tally", "elo", "margin_line", "score_interval",
@@ -284,8 +285,11 @@ Examples:
               help="Games to play in this run.")
 @click.option("--first-game", type=click.IntRange(0, None), default=0,
               help="Number of this run's first game (0-based), to continue a match.")
-@click.option("--jobs", type=click.IntRange(1, None), default=1, show_default=True,
-              help="Games played at the same time.")
+@click.option("--jobs", type=click.IntRange(1, None), default=None,
+              help="Games played at the same time [default: 1]. lz-gate: processes, each "
+                   "playing a share of the match (--parallel games at once) on a GPU of its "
+                   "own [default: one per NVIDIA GPU when no --gpu, --cpu-only or --backend "
+                   "opencl says where to run, else 1].")
 @click.option("--time-limit", type=click.FloatRange(0, None), default=0.0,
               help="Start no game after this many seconds (0: no limit).")
 @click.option("--tally", "tally_dirs", multiple=True, metavar="DIR",
@@ -341,8 +345,11 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
             more_dirs) -> int:
     """Play a match between two GTP engines and report the score, Elo and an SPRT."""
     if preset == "lz-gate":
+        if jobs is None:
+            jobs = processes_by_default(cpu_only, gpu, backend)
         return _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed,
-                     cpu_only, gpu, max_moves, as_json, backend)
+                     cpu_only, gpu, max_moves, as_json, backend, jobs)
+    jobs = jobs or 1
     if more_dirs and not tally_dirs:
         raise click.UsageError(f"unexpected argument {more_dirs[0]!r}")
     if not tally_dirs and not (engine1 and engine2):
@@ -371,19 +378,21 @@ def command(engine1, engine2, name1, name2, games, first_game, jobs, time_limit,
 
 
 def _gate(weights1, weights2, out_dir, games, sprt, visits, parallel, seed, cpu_only, gpus,
-          max_moves, as_json, backend="auto") -> int:
-    """--preset lz-gate: leelaz.selfplay.play_match (both sides leelaz networks, batched)."""
+          max_moves, as_json, backend="auto", jobs=1) -> int:
+    """--preset lz-gate: leelaz.selfplay.play_match (both sides leelaz networks, batched), in
+    `jobs` processes (selfplay/match_processes.py)."""
     import dataclasses
     import json
 
-    from leelaz.selfplay import SelfplayError, play_match
+    from leelaz.selfplay import SelfplayError
+    from leelaz.selfplay.match_processes import play_match_in_processes
     if not (weights1 and weights2 and out_dir):
         raise click.UsageError("--preset lz-gate needs --weights1, --weights2 and --out")
     try:
-        result = play_match(weights1, weights2, out_dir, max_games=games, sprt=sprt,
-                            visits=visits, parallel=parallel, seed=seed, cpu_only=cpu_only,
-                            gpus=tuple(gpus), progress=True, max_moves=max_moves,
-                            network_backend=backend)
+        result = play_match_in_processes(
+            weights1, weights2, out_dir, jobs=jobs, max_games=games, sprt=sprt, visits=visits,
+            parallel=parallel, seed=seed, cpu_only=cpu_only, gpus=tuple(gpus), progress=True,
+            max_moves=max_moves, network_backend=backend)
     except SelfplayError as exc:
         raise ToolError(str(exc)) from None
     except OSError as exc:  # a full disk or a read-only --out while publishing the match
