@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from leelaz.config import EngineConfig
 from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
-from leelaz.selfplay.workers import run_workers, worker_devices
+from leelaz.selfplay.workers import default_processes, run_workers, worker_devices
 
 
 def test_workers_are_dealt_round_robin_over_the_devices():
@@ -30,6 +30,46 @@ def test_workers_are_dealt_round_robin_over_the_devices():
                                   (EngineConfig(network_backend="opencl"), 2, ["0", "1"]),
                                   (EngineConfig(gpus=(1,)), 2, ["0", "1"])):
         assert worker_devices(cfg, workers, visible) == [(None, None)] * workers
+
+
+def test_one_process_per_visible_gpu_when_the_device_is_left_to_choose():
+    assert default_processes(EngineConfig(), ["0", "1"]) == 2
+    assert default_processes(EngineConfig(network_backend="torch"), ["4", "5", "6"]) == 3
+    assert default_processes(EngineConfig(), []) == 1  # no NVIDIA GPU: one process
+    for told in (EngineConfig(cpu_only=True), EngineConfig(gpus=(0, 1)),
+                 EngineConfig(network_backend="opencl")):
+        assert default_processes(told, ["0", "1"]) == 1
+
+
+def test_the_verbs_default_to_a_process_per_gpu(monkeypatch, random_weights, tmp_path):
+    """selfplay without --workers and lz-gate without --jobs on a machine that shows two
+    CUDA devices start two processes; --cpu-only or a --gpu id keeps one; given, the option
+    decides (what the machine has is read from CUDA_VISIBLE_DEVICES, as the workers'
+    devices are)."""
+    from leelaz.selfplay import match_processes, selfplay
+    from leelaz.selfplay.runner import SelfplayError
+    from leelaz.tools import run_verb
+
+    asked = []
+
+    def record(name):
+        def stand_in(*args, **kwargs):
+            asked.append((name, kwargs.get("workers", kwargs.get("jobs"))))
+            raise SelfplayError("stopped here")
+        return stand_in
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(selfplay, "play_selfplay", record("selfplay"))
+    monkeypatch.setattr(match_processes, "play_match_in_processes", record("match"))
+    net = random_weights(1, 8)
+    for extra in ([], ["--cpu-only"], ["--gpu", "1"], ["--workers", "3"]):
+        run_verb(["selfplay", "-w", net, "--games", "2", "--out", str(tmp_path / "s"), "-q"]
+                 + extra)
+    for extra in ([], ["--cpu-only"], ["--jobs", "3"]):
+        run_verb(["match", "--preset", "lz-gate", "--weights1", net, "--weights2", net,
+                  "--out", str(tmp_path / "m")] + extra)
+    assert asked == [("selfplay", 2), ("selfplay", 1), ("selfplay", 1), ("selfplay", 3),
+                     ("match", 2), ("match", 1), ("match", 3)]
 
 
 def test_the_visible_cuda_devices_follow_cuda_visible_devices(monkeypatch):

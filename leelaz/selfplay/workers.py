@@ -1,7 +1,7 @@
 """`--workers W`: W processes, each playing `--parallel K` games, into one folder.
 
-Owns: `run_workers`, `Counters`, `worker_devices`. Imports: multiprocessing, selfplay.store,
-selfplay.summary, selfplay.lifetime, backends.device_choice (the CUDA devices visible); what a
+Owns: `run_workers`, `Counters`, `worker_devices`, `default_processes`. Imports:
+multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime, backends.device_choice (the CUDA devices visible); what a
 worker plays (selfplay.run_games) is handed to it, as selfplay.py imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
@@ -17,7 +17,8 @@ Several GPUs (`worker_devices`): as autogtp runs one Leela Zero per GPU, the wor
 round robin over the devices instead of each splitting its batches over all of them: worker w
 gets `--gpu` id w mod n when several ids are given, or, left to choose on a machine of several
 NVIDIA GPUs (PyTorch's default there), CUDA_VISIBLE_DEVICES set to one of them before it
-imports anything that starts CUDA.
+imports anything that starts CUDA. Without --workers there is one worker per such GPU
+(`default_processes`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,16 @@ def worker_devices(cfg, workers: int, visible: list[str]) -> list[tuple]:
     if not cfg.gpus and cfg.network_backend in ("auto", "torch") and len(visible) >= 2:
         return [(None, visible[w % len(visible)]) for w in range(workers)]
     return [(None, None)] * workers
+
+
+def default_processes(cfg, visible: list[str]) -> int:
+    """Processes a verb starts when not told (--workers, lz-gate's --jobs): one per visible
+    CUDA device when the engine chooses the device itself (--backend auto or torch, no --gpu,
+    no --cpu-only), so that every GPU of the machine plays, as autogtp runs one Leela Zero
+    per GPU; else 1 (several --gpu ids are then split inside the batches of one process)."""
+    if cfg.cpu_only or cfg.gpus or cfg.network_backend not in ("auto", "torch"):
+        return 1
+    return max(1, len(visible))
 
 
 def _worker(play, parallel, settings, weights, folder, count, first, stride, seconds, counters,

@@ -4,7 +4,9 @@ Owns: `weights_option`, `cpu_only_option`, `gpu_option`, `backend_option` and `q
 each a click decorator with the option's one spelling, type and choices; a verb passes only what
 it says differently (the help text, the default). `number`, a callback that reads a numeric
 option as one `ERROR:` line and exit status 1 when it is bad (click's own ranges say two lines
-and exit 2, a usage error, which the verbs keep for their older options). Imports: click,
+and exit 2, a usage error, which the verbs keep for their older options).
+`processes_by_default`: how many processes self-play's --workers and lz-gate's --jobs start
+when not given (one per NVIDIA GPU, selfplay/workers.default_processes). Imports: click,
 leelaz.config (the backend choices and their help).
 
 Why here: the same options were pasted over the verbs; one definition keeps their spelling,
@@ -75,3 +77,13 @@ def number(kind: type = float, *, least=None, above=None, most=None):
                             f"not {value!r}")
         return number_
     return check
+
+
+def processes_by_default(cpu_only: bool, gpu, backend: str) -> int:
+    """selfplay/workers.default_processes for a verb's --cpu-only, --gpu and --backend."""
+    from leelaz.backends.device_choice import visible_cuda_devices
+    from leelaz.config import EngineConfig
+    from leelaz.selfplay.workers import default_processes
+
+    cfg = EngineConfig(cpu_only=cpu_only, gpus=tuple(gpu), network_backend=backend)
+    return default_processes(cfg, visible_cuda_devices())

@@ -19,7 +19,7 @@ from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.settings import MAX_MOVES, NO_RESIGN_SHARE
 from leelaz.tools import ToolError
 from leelaz.tools.options import (backend_option, cpu_only_option, gpu_option, number,
-                                   quiet_option, weights_option)
+                                   processes_by_default, quiet_option, weights_option)
 
 UINT64_MAX = 2**64 - 1
 
@@ -36,8 +36,10 @@ class Interrupted(ToolError):
               "--out (earlier runs count).")
 @click.option("--parallel", type=click.IntRange(1, None), default=8, show_default=True,
               help="Games in flight in each process; their leaves go to the network together.")
-@click.option("--workers", type=click.IntRange(1, None), default=1, show_default=True,
-              help="Processes, each playing --parallel games (one GPU context each).")
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="Processes, each playing --parallel games (one GPU context each) "
+                   "[default: one per NVIDIA GPU when no --gpu, --cpu-only or --backend "
+                   "opencl says where to run, else 1].")
 @click.option("--out", "out_dir", default=None, metavar="DIR",
               help="[required] Folder for the games: an SGF, a training chunk and a debug "
                    "file each (one run at a time).")
@@ -136,6 +138,8 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
         if weights is None:
             raise ToolError("no network: give -w FILE")
     from leelaz.selfplay.selfplay import play_selfplay
+    if workers is None:
+        workers = processes_by_default(cpu_only, gpu, backend)
     try:
         summary = play_selfplay(weights, out_dir, games, visits=visits, parallel=parallel,
                                 workers=workers, seed=seed, cpu_only=cpu_only, gpus=tuple(gpu),
@@ -152,3 +156,4 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
                           "are kept") from None
     click.echo(summary.line())
     return 0
+
