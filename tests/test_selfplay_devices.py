@@ -72,6 +72,23 @@ def test_the_verbs_default_to_a_process_per_gpu(monkeypatch, random_weights, tmp
                      ("match", 2), ("match", 1), ("match", 3)]
 
 
+def test_the_zero_loop_defaults_to_a_process_per_gpu(monkeypatch, random_weights, tmp_path):
+    from leelaz.tools import ToolError, run_verb
+    from leelaz.tools import zero as zero_verb
+
+    made = []
+
+    def stand_in(workers):
+        made.append(workers)
+        raise ToolError("stopped here")
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(zero_verb, "LocalExecutor", stand_in)
+    for i, extra in enumerate(([], ["--cpu-only"], ["--workers", "3"])):
+        run_verb(["zero", str(tmp_path / f"run{i}"), "--size", "1x8", "-q"] + extra)
+    assert made == [2, 1, 3]
+
+
 def test_the_visible_cuda_devices_follow_cuda_visible_devices(monkeypatch):
     from leelaz.backends.device_choice import visible_cuda_devices
 

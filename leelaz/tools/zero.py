@@ -37,8 +37,8 @@ from click.core import ParameterSource
 from leelaz.files import write_text_atomic
 from leelaz.install_hints import torch_install_hint
 from leelaz.tools import ToolError
-from leelaz.tools.options import (backend_option, gpu_option, number, quiet_option,
-                                  weights_option)
+from leelaz.tools.options import (backend_option, gpu_option, number, processes_by_default,
+                                  quiet_option, weights_option)
 from leelaz.zero.jobs import JobFailed
 from leelaz.zero.local_executor import LocalExecutor, local_gpu_present
 from leelaz.zero.loop import WINDOW_MIN, Settings, ZeroLoop, machine_defaults
@@ -260,6 +260,9 @@ def run_zero(directory: str, opts: dict, given: set[str] = frozenset(),
         opts = apply_stored_settings(run, opts, set(given), params)
     opts["gate_rule"] = _gate_rule(opts)  # a bare rerun's stored --gate included
     opts["reuse"] = float(opts["reuse"])  # a stored one comes back as its text
+    if opts["workers"] is None and opts["ray"] is None:  # one per NVIDIA GPU, as self-play
+        opts["workers"] = processes_by_default(opts["cpu_only"], opts["gpu"],
+                                               opts.get("backend") or "auto")
     executor = None
     try:
         if opts["ray"] is not None:
@@ -447,7 +450,9 @@ def show_status(run: RunDir) -> int:
                    "first moves are still drawn (-m 30). A generation keeps the value its "
                    "self-play started with.")
 @click.option("--workers", type=click.IntRange(1, None), default=None,
-              help="Self-play jobs at once (processes, or Ray tasks) [default: 1].")
+              help="Self-play jobs at once (processes, or Ray tasks) [default: one per NVIDIA "
+                   "GPU when no --gpu, --cpu-only or --backend opencl says where to run, "
+                   "else 1; with --ray 1].")
 @click.option("--worker-cpus", type=click.FloatRange(0, None), default=1.0, show_default=True,
               help="CPUs a Ray worker reserves.")
 @click.option("--ray", default=None, metavar="auto|ADDRESS",
