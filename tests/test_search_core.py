@@ -95,6 +95,10 @@ class _Async:
     def __init__(self, net):
         self.net = net
 
+    @property
+    def reads_boards_before(self):
+        return self.net.reads_boards_before
+
     def submit(self, states, *args, **kwargs):
         return self.net.submit(states, *args, **kwargs)
 
@@ -400,9 +404,93 @@ def test_board_play_is_the_python_boards(tygem_dir):
             assert bytes(sq[0]) == bytes(board.square)
             assert meta[0, 2] == core_run._signed(board.ko_hash)
             assert meta[0, 0] == board.ko_move and meta[0, 1] == board.passes
+            assert list(meta[0, 3:5]) == board.prisoners
             assert (libs[0][par[0][np.array(board.square) < 2]]
                     == np.array([board.libs[board.parent[p]] for p in range(441)
                                  if board.square[p] < 2])).all()
+
+
+def test_leaf_hashes_are_the_python_boards_full_hashes(tygem_dir):
+    """leaf_inputs.leaf_hashes from a root's board and a leaf's kernel meta row is the
+    Board.hash that game/board.py keeps move by move (its pass, ko, prisoner and
+    side-to-move terms), from roots at several moves of games with captures, kos, suicides
+    and passes, searched for the side to move or for the other colour."""
+    from leelaz.search.core.leaf_inputs import leaf_hashes
+
+    kernels = core_run.kernels()
+    delta = core_run._delta()
+    rng = random.Random(11)
+    games = [[(c, v) for c, v in state_from_sgf(parse_game(t)).moves()]
+             for t in _games(tygem_dir, 3)]
+    random_games = []
+    for _ in range(2):
+        board, seq, color = Board(), [], BLACK
+        for _ in range(300):
+            empty = [v for v, c in enumerate(board.square) if c == EMPTY]
+            v = rng.choice(empty + [PASS] * 3) if empty else PASS
+            seq.append((color, v))
+            board.play_move(color, v)
+            color = 1 - color
+        random_games.append(seq)
+    checked = 0
+    for seq in games + random_games:
+        for start in (0, 37, 150):
+            if start >= len(seq):
+                continue
+            root = Board()
+            for color, v in seq[:start]:
+                root.play_move(color, v)
+            first = seq[start][0]
+            for searched in (first, 1 - first):
+                board = root.copy()
+                rows = core_run._board_rows(root)
+                color = searched
+                for length, (_, v) in enumerate(seq[start:start + 40], start=2):
+                    if v != PASS and board.square[v] != EMPTY:
+                        break  # the other colour's move would not be legal here
+                    board.play_move(color, v)
+                    kernels.play(*rows, 0, color, v, delta)
+                    got = leaf_hashes(root, searched, rows[5], np.array([length]))
+                    assert got == [board.hash], (start, searched, length)
+                    checked += 1
+                    color = 1 - color
+    assert checked > 500
+
+
+def test_leaf_states_give_the_network_what_python_gamestates_give(monkeypatch, tiny_net,
+                                                                   positions):
+    """The same batch of leaves made both ways (core/leaf_inputs.py from the kernels'
+    arrays, and GameStates of Python Boards as the Python search makes them): the same
+    packed inputs and input planes under every symmetry, cache keys, sides to move and move
+    numbers."""
+    from leelaz.nn.features import input_planes_batch, packed_inputs
+    from leelaz.nn.network import cache_key
+
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    for state in positions:
+        search = UCTSearch(tiny_net(), SearchParams(max_visits=400, batch_size=16, quiet=True,
+                                                    noise=True), rng=3)
+        run = core_run.CoreRun.replacing(search.start(state))
+        run.prepare()
+        assert run.tree is not None and run._leaf_inputs is not None
+        for _ in range(6):  # a few batches, so that paths grow deep
+            batch = run.core_collect(16)
+            n = len(batch.leaves)
+            if not n:
+                continue
+            fast = [leaf[1] for leaf in batch.leaves]
+            slow = [leaf[1] for leaf in run._python_states(batch.buffers, n)]
+            syms = [i % 8 for i in range(n)]
+            assert packed_inputs(fast, syms) == packed_inputs(slow, syms)
+            planes = [np.zeros((n, 18, 361), np.float32) for _ in range(2)]
+            input_planes_batch(fast, planes[0], syms)
+            input_planes_batch(slow, planes[1], syms)
+            assert np.array_equal(planes[0], planes[1])
+            assert [cache_key(s) for s in fast] == [cache_key(s) for s in slow]
+            assert [s.to_move for s in fast] == [s.to_move for s in slow]
+            assert [s.move_num for s in fast] == [s.move_num for s in slow]
+            run.submit(batch)
+            run.core_apply(batch)
 
 
 def test_area_score_is_the_python_boards(positions):

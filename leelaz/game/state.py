@@ -45,6 +45,9 @@ class GameState:
 
     __slots__ = ("komi", "handicap", "resigned", "time_control", "history", "board",
                  "_ko_hashes", "_pushed", "net_komi", "score_handicap")
+    #: A state's input history joined already: only the compiled search's leaves have one
+    #: (search/core/leaf_inputs.LeafState; nn/features.py reads it), a GameState never.
+    joined_history = None
 
     def __init__(self, komi: float = 7.5) -> None:
         self.time_control = TimeControl()  # shared by copies; replaced by time_settings

@@ -167,9 +167,15 @@ def _history_colours(states, symmetries) -> np.ndarray:
 
 def _joined_histories(states) -> bytes:
     """The mailboxes of each state's last 8 positions, newest first, padded with `_MISSING`
-    where the history is shorter: n x 8 x 441 bytes."""
+    where the history is shorter: n x 8 x 441 bytes. A state that has them joined already
+    (`joined_history`: search/core/leaf_inputs.LeafState, a leaf of the compiled search,
+    which has no Boards) gives those bytes."""
     squares = []
     for state in states:
+        joined = getattr(state, "joined_history", None)  # the compiled search's leaves
+        if joined is not None:
+            squares.append(joined)
+            continue
         boards = state.history[:-HISTORY - 1:-1]  # newest first, at most 8
         squares += [board.square for board in boards]
         squares += _MISSING[HISTORY - len(boards)]

@@ -77,6 +77,14 @@ class Network:
 
     # ------------------------------------------------------------------ evaluation
     @property
+    def reads_boards_before(self) -> int:
+        """The move number below which `evaluate` reads more of a state than its input
+        history, side to move, komi and hash: its whole Board, for the mirrored cache
+        lookups (`_probe`). The compiled search's leaves carry no Board
+        (search/core/leaf_inputs.py) and are made as GameStates below it."""
+        return SYMMETRIC_LOOKUP_MOVES if self.symmetric_lookups else 0
+
+    @property
     def asynchronous(self) -> bool:
         """The backend computes while Python goes on (submit returns before the answer)."""
         return self.backend.asynchronous

@@ -11,8 +11,9 @@ Each is the deliberate compiled copy of the Python reference, which stays the au
 - selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child),
   `RootSelector.select` and `forced_child` (search/select.py);
 - the board: `Board.play_move` / `_place` / `_merge` / `_remove_string` (game/board.py;
-  src/FullBoard.cpp, src/FastBoard.cpp), the stones-only ko hash only, since the descent
-  needs nothing else of a position (the evaluator's positions are the Python boards);
+  src/FullBoard.cpp, src/FastBoard.cpp), with the stones-only ko hash and the prisoners
+  (the leaf's full hash, the network cache's key, is put together from them in run.py),
+  and each path position's mailbox for the leaf's input planes;
 - area scoring: `Board.area_counts` (src/FastBoard.cpp calc_reach_color);
 - expansion: `expansion.expand_batch` / `children_of` and `pass_allowed` (src/UCTNode.cpp
   create_children);
@@ -84,6 +85,9 @@ COLLISION = 3
 KO = 0
 PASSES = 1
 KO_HASH = 2
+PRISONERS = 3  # Black's prisoners; White's at PRISONERS + 1 (the full hash's terms)
+#: The positions a leaf's input planes need: its own and the 7 before it.
+HISTORY = 8
 
 
 # ------------------------------------------------------------------ the board
@@ -155,7 +159,8 @@ def _merge(sq, par, libs, nxt, stn, b, ip, aip):
 
 @njit(cache=CACHE, nogil=True)
 def play(sq, par, nxt, libs, stn, meta, b, color, v, delta):
-    """Board.play_move on board row b, keeping the ko point, the passes and the ko hash."""
+    """Board.play_move on board row b, keeping the ko point, the passes, the ko hash and
+    the prisoners."""
     if v == PASS:
         meta[b, KO] = 0
         p = meta[b, PASSES]
@@ -215,6 +220,8 @@ def play(sq, par, nxt, libs, stn, meta, b, color, v, delta):
                 else:
                     _merge(sq, par, libs, nxt, stn, b, aip, ip)
     ko = 0
+    if captured > 0:
+        meta[b, PRISONERS + color] += captured
     if captured == 0 and libs[b, par[b, v]] == 0:
         got, h = _remove_string(sq, par, libs, nxt, b, v, delta)  # suicide
         kh ^= h
@@ -443,11 +450,13 @@ def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_co
             cnode, cmove, cprior, nodes_used, nmove,
             rsq, rpar, rnxt, rlibs, rstn, rmeta,
             lsq, lpar, lnxt, llibs, lstn, lmeta,
-            paths, lengths, colors, hashes, counters, touched):
+            paths, lengths, colors, hashes, counters, touched, lhist):
     """SearchRun.collect: up to `limit` descents from the root (node 0) under virtual loss,
     the root's child forced first where `forced_k` > 0 (`forced_child`).
     Leaves are left in paths/lengths/colors and their positions in the l* board rows;
     terminal playouts are backed up at once. counters: [leaves, done (terminal playouts)].
+    lhist[leaf, k % HISTORY] is the mailbox after the path's k-th move (k from 0): the
+    last HISTORY of them are the positions of the leaf's input planes.
     A path longer than paths' width ends as a repetition would (never in a real game)."""
     maxd = paths.shape[1]
     leaves = 0
@@ -498,6 +507,9 @@ def collect(limit, root_color, root_fpu, fpu_reduction, c_puct, log_puct, log_co
             child = cnode[c]
             move = cmove[c]
             play(lsq, lpar, lnxt, llibs, lstn, lmeta, b, color, move, delta)
+            r = (length - 1) % HISTORY
+            for j in range(NUM_VERTICES):  # a plain loop: LLVM makes it a vector copy
+                lhist[b, r, j] = lsq[b, j]
             kh = lmeta[b, KO_HASH]
             if move != PASS and _repeats(kh, seen, hashes, length - 1):
                 status[child] = INVALID

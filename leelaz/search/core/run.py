@@ -4,12 +4,14 @@ board play, expansion and backups run in core/kernels.py over core/arrays.py's t
 Owns: `CoreRun`, `covers` (which calls the core runs; the others are the Python search's)
 and `core_enabled` / `kernels` / `compile_here` (the switch, and numba loaded once, its first
 compilation in a child process). Imports: numpy, subprocess, search.run (SearchRun, whose loop
-rules, limits, time management and reports it keeps), search.root, search.core.arrays, and
-search.core.kernels lazily (numba).
+rules, limits, time management and reports it keeps), search.root, search.core.arrays,
+search.core.leaf_inputs, and search.core.kernels lazily (numba).
 
 A batch: one `collect` call (every descent of the batch, terminal playouts backed up), the
-leaves' GameStates put together in Python for the evaluator (their positions are the Python
-`Board`s, one copy + play a leaf, as the Python search makes them), one evaluator call, then
+leaves for the evaluator made of the kernels' arrays (core/leaf_inputs.py: their input
+history, side to move and hash, no Python Board; early in the game and with a network komi
+GameStates of Python Boards, one copy + play a leaf, as the Python search makes them), one
+evaluator call, then
 `expansion_keys`, NumPy's row sort and `attach` (children and backups): three compiled calls
 a batch whatever its size. With an asynchronous evaluator the batch is left on the
 device while the next is collected, as SearchRun does. Everything before the first batch
@@ -51,8 +53,9 @@ from pathlib import Path
 
 import numpy as np
 
-from leelaz.game.coords import ALL_VERTICES
+from leelaz.game.coords import ALL_VERTICES, BLACK, WHITE
 from leelaz.search.core.arrays import CoreTree, NotCovered
+from leelaz.search.core.leaf_inputs import HISTORY, LeafInputs
 from leelaz.search import run as search_run
 from leelaz.search.node import RootSelector
 from leelaz.search.root import prepare_root
@@ -348,7 +351,8 @@ class _Buffers:
         self.nxt = np.zeros((size, 441), np.int16)
         self.libs = np.zeros((size, 441), np.int16)
         self.stn = np.zeros((size, 441), np.int16)
-        self.meta = np.zeros((size, 3), np.int64)
+        self.meta = np.zeros((size, 5), np.int64)  # kernels' KO .. PRISONERS + 1
+        self.hist = np.zeros((size, HISTORY, 441), np.uint8)  # kernels.collect's lhist
         self.paths = np.zeros((size, MAX_DEPTH), np.int64)
         self.lengths = np.zeros(size, np.int64)
         self.colors = np.zeros(size, np.int64)
@@ -368,7 +372,8 @@ def _board_rows(board):
     nxt = np.array(board.next, np.int16).reshape(1, -1)
     libs = np.array(board.libs, np.int16).reshape(1, -1)
     stn = np.array(board.stones, np.int16).reshape(1, -1)
-    meta = np.array([[board.ko_move, board.passes, _signed(board.ko_hash)]], np.int64)
+    meta = np.array([[board.ko_move, board.passes, _signed(board.ko_hash),
+                      board.prisoners[BLACK], board.prisoners[WHITE]]], np.int64)
     return sq, par, nxt, libs, stn, meta
 
 
@@ -418,6 +423,7 @@ class CoreRun(SearchRun):
         # made of them); the root's is the root state's.
         self._boards = [u.board for u in self.tree.objects]
         self._boards[0] = None
+        self._leaf_inputs = LeafInputs.for_root(self.root_state, self.color, self.evaluator)
 
     def _switch(self) -> None:
         """The kernels got ready during the run: finish the batch in flight on the Python
@@ -588,39 +594,50 @@ class CoreRun(SearchRun):
                         rsq, rpar, rnxt, rlibs, rstn, rmeta,
                         buf.sq, buf.par, buf.nxt, buf.libs, buf.stn, buf.meta,
                         buf.paths, buf.lengths, buf.colors, self._hashes, buf.counters,
-                        self._touched)
+                        self._touched, buf.hist)
         grown = int(t.nodes_used[0]) - used_before
         if grown:
             self._boards += [None] * grown
         leaves_n, done = int(buf.counters[0]), int(buf.counters[1])
         self.playouts += done
-        leaves = []
-        if leaves_n:
-            boards = self._boards
-            nmove = t.nmove
-            root_state = self.root_state
-            root_board = root_state.board
-            root_color = self.color
-            for i in range(leaves_n):
-                path = buf.paths[i, 1:buf.lengths[i]].tolist()
-                positions = []
-                board = root_board
-                color = root_color
-                for nd in path:
-                    after = boards[nd]
-                    if after is None:
-                        after = board.copy()
-                        after.play_move(color, int(nmove[nd]))
-                        if self.boards_left > 0:
-                            self.boards_left -= 1
-                            boards[nd] = after
-                    positions.append(after)
-                    board = after
-                    color = 1 - color
-                leaves.append((None, root_state.extended(positions), _LEAF))
+        if not leaves_n:
+            leaves = []
+        elif self._leaf_inputs is not None:
+            leaves = self._leaf_inputs.states(buf, leaves_n)
+        else:
+            leaves = self._python_states(buf, leaves_n)
         batch = CoreBatch(leaves, done, 0.0)
         batch.buffers = buf
         return batch
+
+    def _python_states(self, buf: _Buffers, n: int) -> list[tuple]:
+        """The leaves as the Python search makes them: each path's positions as Python Boards
+        (kept on the nodes up to the search's budget, a copy + play for each new one), the
+        GameState by `extended`. Where LeafInputs cannot serve (leaf_inputs.for_root)."""
+        leaves = []
+        boards = self._boards
+        nmove = self.tree.nmove
+        root_state = self.root_state
+        root_board = root_state.board
+        root_color = self.color
+        for i in range(n):
+            path = buf.paths[i, 1:buf.lengths[i]].tolist()
+            positions = []
+            board = root_board
+            color = root_color
+            for nd in path:
+                after = boards[nd]
+                if after is None:
+                    after = board.copy()
+                    after.play_move(color, int(nmove[nd]))
+                    if self.boards_left > 0:
+                        self.boards_left -= 1
+                        boards[nd] = after
+                positions.append(after)
+                board = after
+                color = 1 - color
+            leaves.append((None, root_state.extended(positions), _LEAF))
+        return leaves
 
     def forget(self, batch) -> None:
         if not isinstance(batch, CoreBatch):
