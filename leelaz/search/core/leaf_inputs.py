@@ -39,12 +39,6 @@ from leelaz.search.run import _LEAF
 
 #: The positions of a leaf's input planes (kernels.HISTORY, nn/features.HISTORY).
 HISTORY = 8
-#: The kernels' board meta columns.
-_KO, _PASSES, _KO_HASH, _PRISONERS = 0, 1, 2, 3
-_KO_KEYS = np.array(ZOBRIST_KO, np.uint64)
-_PASS_KEYS = np.array(ZOBRIST_PASS, np.uint64)
-_PRISONER_KEYS = np.array(ZOBRIST_PRIS, np.uint64)  # [colour, count]
-_BLACK_TO_MOVE = np.uint64(BLACK_TO_MOVE)
 _INVAL_SQUARE = bytes([INVAL]) * NUM_VERTICES
 
 
@@ -72,37 +66,49 @@ class LeafState:
         self.joined_history = joined_history
 
 
-def _terms(ko: np.ndarray, passes: np.ndarray, ko_hash: np.ndarray, black: np.ndarray,
-           white: np.ndarray) -> np.ndarray:
-    """The ko-point, passes, stones and prisoners terms of boards' full hashes (uint64)."""
-    return (_KO_KEYS[ko] ^ _PASS_KEYS[passes] ^ ko_hash.astype(np.uint64)
-            ^ _PRISONER_KEYS[BLACK, black] ^ _PRISONER_KEYS[WHITE, white])
+_MASK64 = (1 << 64) - 1
+
+
+def _terms(ko: int, passes: int, ko_hash: int, black: int, white: int) -> int:
+    """The ko-point, passes, stones and prisoners terms of a board's full hash."""
+    return (ZOBRIST_KO[ko] ^ ZOBRIST_PASS[passes] ^ (ko_hash & _MASK64)
+            ^ ZOBRIST_PRIS[BLACK][black] ^ ZOBRIST_PRIS[WHITE][white])
+
+
+def _root_terms(root_board, root_color: int) -> tuple[int, int]:
+    """(the root's hash less its own terms, 1 when a descent's first move flips the side to
+    move term): what every leaf's hash starts from."""
+    b = root_board
+    base = b.hash ^ _terms(b.ko_move, b.passes, b.ko_hash, b.prisoners[BLACK],
+                           b.prisoners[WHITE])
+    return base, 1 if b.to_move == root_color else 0
+
+
+def _hashes(base: int, first_flip: int, rows: list, lengths: list) -> list[int]:
+    """Each leaf's full hash from its kernel meta row (as a list) and path length."""
+    out = []
+    for (ko, passes, ko_hash, black, white), length in zip(rows, lengths):
+        h = base ^ _terms(ko, passes, ko_hash, black, white)
+        if (length - 2 + first_flip) & 1:  # moves - 1 flips, plus the first one's
+            h ^= BLACK_TO_MOVE
+        out.append(h)
+    return out
 
 
 def leaf_hashes(root_board, root_color: int, meta: np.ndarray,
                 lengths: np.ndarray) -> list[int]:
-    """The full hash (Board.hash) of each leaf: `meta` its board's kernel meta row, `lengths`
+    """The full hash (Board.hash) of each leaf: `meta` its board's kernel meta rows, `lengths`
     its path's nodes (the moves played are one fewer), from the root board `root_board`
     searched for `root_color` (the module docstring's formula)."""
-    root = _terms(np.array([root_board.ko_move]), np.array([root_board.passes]),
-                  np.array([root_board.ko_hash & ((1 << 64) - 1)], np.uint64),
-                  np.array([root_board.prisoners[BLACK]]),
-                  np.array([root_board.prisoners[WHITE]]))[0]
-    base = np.uint64(root_board.hash) ^ root
-    moves = lengths - 1
-    toggles = moves - 1 + (1 if root_board.to_move == root_color else 0)
-    h = base ^ _terms(meta[:, _KO], meta[:, _PASSES], meta[:, _KO_HASH],
-                      meta[:, _PRISONERS + BLACK], meta[:, _PRISONERS + WHITE])
-    h ^= np.where(toggles % 2 == 1, _BLACK_TO_MOVE, np.uint64(0))
-    return h.tolist()
+    base, first_flip = _root_terms(root_board, root_color)
+    return _hashes(base, first_flip, meta.tolist(), lengths.tolist())
 
 
 class LeafInputs:
     """The leaves of a CoreRun's batches as LeafStates (see the module docstring)."""
 
     def __init__(self, root_state, root_color: int):
-        self.root_board = root_state.board
-        self.root_color = root_color
+        self.base, self.first_flip = _root_terms(root_state.board, root_color)
         self.move_num = root_state.move_num
         # The root's history as a leaf's sees it (GameState.extended: the pushed position in
         # place of the last), newest first, padded to HISTORY with off-board positions.
@@ -127,12 +133,12 @@ class LeafInputs:
     def states(self, buf, n: int) -> list[tuple]:
         """The batch's leaves as the run's (path, state, kind) triples (no path: the core
         keeps it in `buf`). Hot path."""
-        lengths = buf.lengths[:n]
-        hashes = leaf_hashes(self.root_board, self.root_color, buf.meta[:n], lengths)
+        lengths = buf.lengths[:n].tolist()
+        hashes = _hashes(self.base, self.first_flip, buf.meta[:n].tolist(), lengths)
         root_squares = self.root_squares
         base_move = self.move_num
         leaves = []
-        for i, (length, h, to_move) in enumerate(zip(lengths.tolist(), hashes,
+        for i, (length, h, to_move) in enumerate(zip(lengths, hashes,
                                                      buf.colors[:n].tolist())):
             moves = length - 1
             ring = buf.hist[i].tobytes()
