@@ -6,9 +6,10 @@ The reference drives our GTP engine as a user would, one way for each of the rev
 `--fresh`: for each position a freshly started engine (`-g -t 1 -v N -s SEED --cpu-only`),
 `loadsgf FILE n`, then `lz-analyze 100000`, whose single `info` line (sent when the search
 stops at N visits) gives the best move, its winrate and its line. The tree kept (the
-default): one freshly started engine per game, `loadsgf FILE 1` (the start), then at each
-position `lz-analyze 100000` and the game's next move with `play`, so each search starts from
-the subtree the last one left and stops at N root visits, the kept ones counted. Each run of
+default): the game cut into stretches as `--trees` says, a freshly started engine per
+stretch, `loadsgf FILE n` of its first position, then at each position `lz-analyze 100000`
+and the game's next move with `play`, so each search starts from the subtree the last one
+left and stops at N root visits, the kept ones counted. Each run of
 the review is a subprocess (`python -m leelaz review`) on a folder holding a 9-dan game, a
 handmade handicap game with comments and variations, and a broken file, so the two good
 games' searches share the network calls.
@@ -132,24 +133,33 @@ def _analyze(engine) -> tuple[str, str, int, list[str], int, int]:
 
 
 def _reference_kept(path: Path) -> list[tuple[str, str, int, list[str], int, int]]:
-    """`_analyze` at each position of the game's main line in ONE engine, the game's moves
-    given with `play` between them (so its tree goes on from each search to the next)."""
+    """`_analyze` at each position of the game's main line, as `leelaz review --help` says
+    the kept trees go: the n positions cut into min(8, n // 8) stretches (at least one), the
+    k-th from position k*n // count; each stretch in ONE engine, its first position loaded
+    with `loadsgf`, then the game's moves given with `play` between the searches (so the
+    engine's tree goes on from each search to the next)."""
     from leelaz.game.coords import gtp_vertex, parse_sgf_vertex
     from leelaz.game.sgf import read_first_game
     from leelaz.gtp.protocol import parse_line
 
-    engine = _engine(KEPT_VISITS)
-    engine.execute(parse_line(f"loadsgf {path} 1"))
-    found = [_analyze(engine)]
-    for node in read_first_game(path).mainline()[1:]:
-        move = node.move()
-        if move is None:
-            continue
-        color, text = move
-        at = engine.out.tell()
-        engine.execute(parse_line(f"play {'BW'[color]} {gtp_vertex(parse_sgf_vertex(text))}"))
-        engine.out.seek(at)
-        assert engine.out.read() == "= \n\n"
+    nodes = read_first_game(path).mainline()
+    moves = [(i, node.move()) for i, node in enumerate(nodes) if node.move() is not None]
+    stops = [1] + [i + 1 for i, _ in moves]  # loadsgf's move number of each position
+    n = len(stops)
+    count = max(1, min(8, n // 8))
+    firsts = [k * n // count for k in range(count)]
+    found = []
+    for p in range(n):
+        if p in firsts:
+            engine = _engine(KEPT_VISITS)
+            engine.execute(parse_line(f"loadsgf {path} {stops[p]}"))
+        else:
+            color, text = moves[p - 1][1]
+            at = engine.out.tell()
+            engine.execute(parse_line(f"play {'BW'[color]} "
+                                      f"{gtp_vertex(parse_sgf_vertex(text))}"))
+            engine.out.seek(at)
+            assert engine.out.read() == "= \n\n"
         found.append(_analyze(engine))
     return found
 

@@ -1,8 +1,8 @@
-"""The searches of a review: each game's positions in order on one tree (the default), or
+"""The searches of a review: each game's positions in order on kept trees (the default), or
 each position in a fresh tree; many in flight, one network call a round.
 
 Owns: `Analysis` (what a position's search says), `ReviewSettings`, `PositionSearch`,
-`GameSearch` and `analyse`. Imports: gtp.search_commands (the engine's search settings),
+`GameSearch`, `stretches` and `analyse`. Imports: gtp.search_commands (the engine's search settings),
 nn.network, search.*, selfplay.game and selfplay.runner (the batching machinery), memory,
 config.
 
@@ -15,16 +15,22 @@ tests/test_review.py:
   each position: the subtree of the move played is kept (search/root.py `advance`, Leela
   Zero's UCTSearch::update_root), and a search stops at N ROOT visits, the kept ones
   counted, as Leela Zero's `-v N` counts them. So a position costs only the visits the tree
-  lacked: at 100 visits about half of them on the 9-dan games, as Leela Zero's own
-  `genmove`-`undo`-`play` loop (the way GoReviewPartner drives it) makes. Why it is the
-  default: on the CPU the network is nearly all the time, and this mode sends about half the
-  rows of the fresh mode for the same N (docs/performance.md: `leelaz bench review`); a
-  position's numbers are those a user's engine shows after `play`ing the game to it, which
-  is how Lizzie and GoReviewPartner show them.
-  The games of a review are searched at once, their leaves in one network call a round, but
-  within a game the positions go one after another, so a call holds at most one leaf per
-  game in flight (`--parallel` games): a review of one game sends rows one at a time.
-  A game's Network cache is the engine's size, bounded so that all the games in flight
+  lacked, about half of N on the 9-dan games, as in Leela Zero's own `genmove`-`undo`-`play`
+  loop (the way GoReviewPartner drives it: the reference of `leelaz bench review`).
+  Within a game the positions go one after another, so a round's call holds one leaf per
+  tree: a one-game review on one tree would send its rows one at a time, on one of NumPy's
+  workers. So a game is cut into `--trees` stretches (8; none shorter than MIN_STRETCH
+  positions, `stretches`), each on its own tree and Network, all searched at once: a
+  stretch's first position is searched from a fresh tree (lz-analyze right after `loadsgf`
+  of it, the fresh mode's numbers), the others after `play`. That costs little: on the
+  bench game at 100 visits the stretches together made as many rows as one tree (12,868
+  against 12,867), and the batches of eight rows or more keep both NumPy workers busy. The
+  games of a review and their stretches all go at once, their leaves in one call a round.
+  Why it is the default: on the CPU the network is nearly all the time, and the fresh mode
+  sends about twice the rows for the same N (docs/performance.md: `leelaz bench review`,
+  2.0-2.5x Leela Zero's speed against 1.3x); and a position's numbers are those a user's
+  engine shows after `play`ing the game to it, as Lizzie and GoReviewPartner show them.
+  A stretch's Network cache is the engine's size, bounded so that all the trees in flight
   together keep at most REUSE_CACHE_ROWS answers (an engine of that cache size gives the same
   numbers; with the engine's own size the difference is only in transpositions to positions
   evaluated long before).
@@ -62,7 +68,7 @@ from typing import Callable
 from leelaz.config import EngineConfig
 from leelaz.memory import DEFAULT_CACHE_PCT, DEFAULT_MAX_MEMORY_BYTES, split_memory
 from leelaz.nn.network import Network
-from leelaz.review import DEFAULT_PARALLEL
+from leelaz.review import DEFAULT_PARALLEL, DEFAULT_TREES
 from leelaz.review.memo import MemoBackend, RowMemo
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.run import Limits
@@ -79,6 +85,9 @@ DEFAULT_MEMO_ROWS = 65_536
 #: default) or its share of these, whichever is smaller, but never below REUSE_CACHE_MIN.
 REUSE_CACHE_ROWS = 262_144
 REUSE_CACHE_MIN = 8_192
+#: With the tree kept, a game is cut into DEFAULT_TREES stretches (review/__init__.py; see
+#: `stretches`), but no stretch shorter than this many positions (a short game gets fewer trees).
+MIN_STRETCH = 8
 
 
 @dataclass
@@ -111,6 +120,7 @@ class ReviewSettings:
     parallel: int = DEFAULT_PARALLEL  # positions in flight
     memo_rows: int = DEFAULT_MEMO_ROWS  # answers shared by the positions (0: none; memo.py)
     reuse: bool = True  # a game's positions in order on one tree (else each one fresh)
+    trees: int = DEFAULT_TREES  # with reuse: stretches of a game searched at once (stretches())
 
 
 def search_params(settings: ReviewSettings, net_bytes: int):
@@ -197,7 +207,8 @@ class GameDone:
 
 
 class GameSearch(PositionSearch):
-    """A game's positions searched one after another on one tree, as the engine searches
+    """A stretch of a game's positions searched one after another on one tree, as the
+    engine searches
     them between `play` commands: each search starts from the subtree of the move played
     (UCTSearch.start's reuse), stops at N root visits (the kept ones counted), and keeps its
     tree for the next (UCTSearch.end_run). `done(key, analysis)` gets each position's
@@ -234,7 +245,10 @@ def analyse(games: list, side: EngineSide, settings: ReviewSettings,
     many rows reached the network)."""
     params, cache_entries = search_params(settings, network_bytes(side))
     games = [game for game in games if game]
-    jobs = games if settings.reuse else [job for game in games for job in game]
+    if not settings.reuse:
+        jobs = [job for game in games for job in game]
+    else:
+        jobs = [game[a:b] for game in games for a, b in stretches(len(game), settings.trees)]
     in_flight = max(1, min(settings.parallel, len(jobs)))
     if settings.reuse and cache_entries is not None:
         cache_entries = min(cache_entries, max(REUSE_CACHE_MIN, REUSE_CACHE_ROWS // in_flight))
@@ -268,6 +282,18 @@ def analyse(games: list, side: EngineSide, settings: ReviewSettings,
 
     GameRunner(in_flight, next_job, new_game, commit, [side]).run()
     return memo
+
+
+def stretches(positions: int, trees: int) -> list[tuple[int, int]]:
+    """The stretches (first, last + 1) a game of `positions` positions is cut into when the
+    tree is kept: `trees` of them, as equal as can be (the first of k of n positions begins
+    at position k*n // trees), but fewer when they would be shorter than MIN_STRETCH
+    positions; at least one. Each stretch is one search after another on one tree, its
+    first position from a fresh tree (lz-analyze after `loadsgf` of that position), the
+    others after `play` of the game's move; the stretches go at once."""
+    count = max(1, min(trees, positions // MIN_STRETCH))
+    cuts = [k * positions // count for k in range(count)] + [positions]
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def network_bytes(side: EngineSide) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP, PRECISION_CHOICES
-from leelaz.review import DEFAULT_PARALLEL
+from leelaz.review import DEFAULT_PARALLEL, DEFAULT_TREES
 from leelaz.tools import ToolError
 
 UINT64_MAX = 2**64 - 1
@@ -120,6 +120,12 @@ network_options = _stack(
               "before; Leela Zero's -v); --fresh: each position from a fresh tree, as "
               "lz-analyze right after `loadsgf` (about twice the network work, but every "
               "position of every game in flight at once: a single game fills a GPU's batches).")
+@click.option("--trees", type=click.IntRange(1, None), default=DEFAULT_TREES,
+              show_default=True,
+              help="With --reuse: each game cut into this many stretches of consecutive "
+              "positions (none shorter than 8), each on its own tree, searched at once so "
+              "that one game fills a batch; a stretch's first position is searched from a "
+              "fresh tree (1: one tree for the whole game).")
 @click.option("--variation-drop", type=click.FloatRange(0, 100), default=10.0,
               show_default=True, help="Add the engine's line as a variation where the "
               "played move lost more than this much winrate (percentage points).")
@@ -128,7 +134,7 @@ network_options = _stack(
 @click.option("--json", "write_json", is_flag=True, help="Also write NAME.review.json.")
 @network_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def command(paths, out_dir, visits, seconds, parallel, seed, reuse, variation_drop, top, write_json,
+def command(paths, out_dir, visits, seconds, parallel, seed, reuse, trees, variation_drop, top, write_json,
             weights, cpu_only, gpu, backend, precision, quiet) -> int:
     """Review whole games: search every position of each game's main line and write an
     annotated SGF (comments, Sabaki's winrate graph, variations), a winrate plot and a
@@ -151,7 +157,7 @@ def command(paths, out_dir, visits, seconds, parallel, seed, reuse, variation_dr
         click.echo(line, err=True)
     out = _output_folder(out_dir)
     settings = ReviewSettings(visits=visits or DEFAULT_VISITS, seconds=seconds, seed=seed,
-                              parallel=parallel, reuse=reuse)
+                              parallel=parallel, reuse=reuse, trees=trees)
     side = load_network(weights, cpu_only, gpu, precision, backend, settings.parallel)
     writer = _Writer(games, out, settings, side.weights_path, variation_drop / 100.0, top,
                      write_json)
