@@ -27,8 +27,8 @@ tests/test_review.py:
   against 12,867), and the batches of eight rows or more keep both NumPy workers busy. The
   games of a review and their stretches all go at once, their leaves in one call a round.
   Why it is the default: on the CPU the network is nearly all the time, and the fresh mode
-  sends about twice the rows for the same N (docs/performance.md: `leelaz bench review`,
-  2.0-2.5x Leela Zero's speed against 1.3x); and a position's numbers are those a user's
+  sends about twice the rows for the same N (`leelaz bench review`, docs/performance.md:
+  1.9-2.5x the speed of Leela Zero driven GoReviewPartner's way, against 1.4x fresh); and a position's numbers are those a user's
   engine shows after `play`ing the game to it, as Lizzie and GoReviewPartner show them.
   A stretch's Network cache is the engine's size, bounded so that all the trees in flight
   together keep at most REUSE_CACHE_ROWS answers (an engine of that cache size gives the same

@@ -115,11 +115,11 @@ network_options = _stack(
               help="Instead of --visits: about this many seconds per position.")
 @search_options
 @click.option("--reuse/--fresh", "reuse", default=True, show_default=True,
-              help="--reuse: each game's positions in order on one tree, as the engine "
-              "searches them after `play` (N visits counting those kept from the position "
-              "before; Leela Zero's -v); --fresh: each position from a fresh tree, as "
-              "lz-analyze right after `loadsgf` (about twice the network work, but every "
-              "position of every game in flight at once: a single game fills a GPU's batches).")
+              help="--reuse: a game's positions in order on kept trees (see --trees), as "
+              "the engine searches them after `play`: N visits counting those kept from the "
+              "position before (Leela Zero's -v); the faster on the CPU. --fresh: each "
+              "position from a fresh tree, as lz-analyze right after `loadsgf` (nearly twice "
+              "the network work, but every position of every game in flight at once).")
 @click.option("--trees", type=click.IntRange(1, None), default=DEFAULT_TREES,
               show_default=True,
               help="With --reuse: each game cut into this many stretches of consecutive "
