@@ -2,9 +2,9 @@
 each position in a fresh tree; many in flight, one network call a round.
 
 Owns: `Analysis` (what a position's search says), `ReviewSettings`, `PositionSearch`,
-`GameSearch`, `stretches` and `analyse`. Imports: gtp.search_commands (the engine's search settings),
-nn.network, search.*, selfplay.game and selfplay.runner (the batching machinery), memory,
-config.
+`GameSearch`, `stretches` and `analyse`. Imports: gtp.search_commands (the engine's search
+settings), nn.network, search.*, selfplay.game and selfplay.runner (the batching machinery),
+memory, config.
 
 Two modes, both checked against our own engine (`leelaz -g -t 1 -v N -s SEED`) by
 tests/test_review.py:
@@ -28,8 +28,9 @@ tests/test_review.py:
   games of a review and their stretches all go at once, their leaves in one call a round.
   Why it is the default: on the CPU the network is nearly all the time, and the fresh mode
   sends about twice the rows for the same N (`leelaz bench review`, docs/performance.md:
-  1.9-2.5x the speed of Leela Zero driven GoReviewPartner's way, against 1.4x fresh); and a position's numbers are those a user's
-  engine shows after `play`ing the game to it, as Lizzie and GoReviewPartner show them.
+  1.9-2.5x the speed of Leela Zero driven GoReviewPartner's way, against 1.4x fresh); and
+  a position's numbers are those a user's engine shows after `play`ing the game to it, as
+  Lizzie and GoReviewPartner show them.
   A stretch's Network cache is the engine's size, bounded so that all the trees in flight
   together keep at most REUSE_CACHE_ROWS answers (an engine of that cache size gives the same
   numbers; with the engine's own size the difference is only in transpositions to positions

@@ -134,8 +134,8 @@ network_options = _stack(
 @click.option("--json", "write_json", is_flag=True, help="Also write NAME.review.json.")
 @network_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def command(paths, out_dir, visits, seconds, parallel, seed, reuse, trees, variation_drop, top, write_json,
-            weights, cpu_only, gpu, backend, precision, quiet) -> int:
+def command(paths, out_dir, visits, seconds, parallel, seed, reuse, trees, variation_drop, top,
+            write_json, weights, cpu_only, gpu, backend, precision, quiet) -> int:
     """Review whole games: search every position of each game's main line and write an
     annotated SGF (comments, Sabaki's winrate graph, variations), a winrate plot and a
     report per game."""
