@@ -2,12 +2,17 @@
 reports for it, the report's drops are the drops of those numbers, the annotated SGF keeps the
 original game and Sabaki's own SGF parser reads it; bad input is one line and exit 1.
 
-The reference drives our GTP engine as a user would: for each position a freshly started
-engine (`-g -t 1 -v N -s SEED --cpu-only`), `loadsgf FILE n`, then `lz-analyze 100000`, whose
-single `info` line (sent when the search stops at N visits) gives the best move, its winrate
-and its line. The review runs as a subprocess (`python -m leelaz review`) on a folder holding
-a 9-dan game, a handmade handicap game with comments and variations, and a broken file, so
-the two good games' positions share the network calls.
+The reference drives our GTP engine as a user would, one way for each of the review's modes.
+`--fresh`: for each position a freshly started engine (`-g -t 1 -v N -s SEED --cpu-only`),
+`loadsgf FILE n`, then `lz-analyze 100000`, whose single `info` line (sent when the search
+stops at N visits) gives the best move, its winrate and its line. The tree kept (the
+default): the game cut into stretches as `--trees` says, a freshly started engine per
+stretch, `loadsgf FILE n` of its first position, then at each position `lz-analyze 100000`
+and the game's next move with `play`, so each search starts from the subtree the last one
+left and stops at N root visits, the kept ones counted. Each run of
+the review is a subprocess (`python -m leelaz review`) on a folder holding a 9-dan game, a
+handmade handicap game with comments and variations, and a broken file, so the two good
+games' searches share the network calls.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from paths import REPO
 NET = str(REPO / "weights" / "leelaz-6x128.txt.gz")
 VISITS = 8
 SEED = 7
+#: The tree-kept run's visits: enough that a position's search often starts below them.
+KEPT_VISITS = 24
 CLIENTS = Path(__file__).resolve().parent / "clients"
 
 #: Handicap 2, komi 0.5, comments on the root and on moves, markup, a pass, a variation.
@@ -79,40 +86,97 @@ def reviewed(tmp_path_factory, tygem_dir):
     (games / "broken.sgf").write_text(BROKEN)
     out = tmp / "out"
     run = _review([str(games), "-o", str(out), "-w", NET, "--cpu-only", "-v", str(VISITS),
-                   "-s", str(SEED), "--json", "--variation-drop", "3", "-q"], tmp)
+                   "-s", str(SEED), "--json", "--variation-drop", "3", "-q", "--fresh"], tmp)
     return games, out, run
 
 
-def _reference(path: Path) -> list[tuple[str, str, int, list[str]]]:
-    """(side to move, best move, winrate x 10000, line) of each position of the game's main
-    line (the start, then after each move) from lz-analyze in a fresh engine."""
+@pytest.fixture(scope="module")
+def reviewed_kept(reviewed):
+    """(games folder, output folder, the run) of the review of the same folder in the
+    default mode, the tree kept from each position to the next."""
+    games, out, _ = reviewed
+    out = out.parent / "out-kept"
+    run = _review([str(games), "-o", str(out), "-w", NET, "--cpu-only", "-v", str(KEPT_VISITS),
+                   "-s", str(SEED), "--json", "-q"], out.parent)
+    return games, out, run
+
+
+def _engine(visits: int):
+    """Our GTP engine as `leelaz -g -t 1 -v VISITS -s SEED --cpu-only -w NET` starts it."""
     from leelaz.backends import create_backend
     from leelaz.backends.weights import load_weights
     from leelaz.cli import build_engine, parse_args
+    from leelaz.nn.network import Network
+
+    weights = load_weights(NET)
+    cfg = parse_args(["-g", "--cpu-only", "-t", "1", "-v", str(visits), "--noponder",
+                      "-s", str(SEED), "-w", NET])
+    return build_engine(cfg, out=io.StringIO(), err=io.StringIO(),
+                        network=Network(weights, create_backend("numpy", weights), seed=SEED))
+
+
+def _analyze(engine) -> tuple[str, str, int, list[str], int, int]:
+    """lz-analyze's single info line at N visits: (side to move, best move, winrate x 10000,
+    line, the root's visits as the engine's tree holds them, the search's new playouts)."""
+    from leelaz.gtp.protocol import parse_line
+
+    to_move = "BW"[engine.session.state.to_move]
+    start = engine.out.tell()
+    engine.execute(parse_line("lz-analyze 100000"))
+    engine.out.seek(start)
+    reply = engine.out.read()
+    assert reply.startswith("=\ninfo move ") and reply.count("\n") == 3, reply
+    first = reply.split("info move ")[1].split()
+    assert first[1::2][:6] == ["visits", "winrate", "prior", "lcb", "order", "pv"]
+    search = engine.session.search
+    return to_move, first[0], int(first[4]), first[12:], search.root.visits, search.playouts
+
+
+def _reference_kept(path: Path) -> list[tuple[str, str, int, list[str], int, int]]:
+    """`_analyze` at each position of the game's main line, as `leelaz review --help` says
+    the kept trees go: the n positions cut into min(8, n // 8) stretches (at least one), the
+    k-th from position k*n // count; each stretch in ONE engine, its first position loaded
+    with `loadsgf`, then the game's moves given with `play` between the searches (so the
+    engine's tree goes on from each search to the next)."""
+    from leelaz.game.coords import gtp_vertex, parse_sgf_vertex
     from leelaz.game.sgf import read_first_game
     from leelaz.gtp.protocol import parse_line
-    from leelaz.nn.network import Network
+
+    nodes = read_first_game(path).mainline()
+    moves = [(i, node.move()) for i, node in enumerate(nodes) if node.move() is not None]
+    stops = [1] + [i + 1 for i, _ in moves]  # loadsgf's move number of each position
+    n = len(stops)
+    count = max(1, min(8, n // 8))
+    firsts = [k * n // count for k in range(count)]
+    found = []
+    for p in range(n):
+        if p in firsts:
+            engine = _engine(KEPT_VISITS)
+            engine.execute(parse_line(f"loadsgf {path} {stops[p]}"))
+        else:
+            color, text = moves[p - 1][1]
+            at = engine.out.tell()
+            engine.execute(parse_line(f"play {'BW'[color]} "
+                                      f"{gtp_vertex(parse_sgf_vertex(text))}"))
+            engine.out.seek(at)
+            assert engine.out.read() == "= \n\n"
+        found.append(_analyze(engine))
+    return found
+
+
+def _reference(path: Path) -> list[tuple[str, str, int, list[str], int, int]]:
+    """`_analyze` at each position of the game's main line (the start, then after each
+    move) in a freshly started engine."""
+    from leelaz.game.sgf import read_first_game
+    from leelaz.gtp.protocol import parse_line
 
     nodes = read_first_game(path).mainline()
     stops = [1] + [i + 1 for i in range(1, len(nodes)) if nodes[i].move() is not None]
-    weights = load_weights(NET)
-    backend = create_backend("numpy", weights)
-    cfg = parse_args(["-g", "--cpu-only", "-t", "1", "-v", str(VISITS), "--noponder",
-                      "-s", str(SEED), "-w", NET])
     found = []
     for stop in stops:
-        engine = build_engine(cfg, out=io.StringIO(), err=io.StringIO(),
-                              network=Network(weights, backend, seed=SEED))
+        engine = _engine(VISITS)
         engine.execute(parse_line(f"loadsgf {path} {stop}"))
-        to_move = "BW"[engine.session.state.to_move]
-        start = engine.out.tell()
-        engine.execute(parse_line("lz-analyze 100000"))
-        engine.out.seek(start)
-        reply = engine.out.read()
-        assert reply.startswith("=\ninfo move ") and reply.count("\n") == 3, reply
-        first = reply.split("info move ")[1].split()
-        assert first[1::2][:6] == ["visits", "winrate", "prior", "lcb", "order", "pv"]
-        found.append((to_move, first[0], int(first[4]), first[12:]))
+        found.append(_analyze(engine))
     return found
 
 
@@ -120,6 +184,21 @@ def _reference(path: Path) -> list[tuple[str, str, int, list[str]]]:
 def references(reviewed):
     games, _, _ = reviewed
     return {name: _reference(games / f"{name}.sgf") for name in ("ninedan", "handmade")}
+
+
+@pytest.fixture(scope="module")
+def references_kept(reviewed_kept):
+    games, _, _ = reviewed_kept
+    return {name: _reference_kept(games / f"{name}.sgf") for name in ("ninedan", "handmade")}
+
+
+@pytest.fixture(params=["fresh", "kept"])
+def mode(request):
+    """(the review's run, the engine's numbers) of one mode."""
+    if request.param == "fresh":
+        return request.getfixturevalue("reviewed"), request.getfixturevalue("references")
+    return (request.getfixturevalue("reviewed_kept"),
+            request.getfixturevalue("references_kept"))
 
 
 def _json(out: Path, name: str) -> dict:
@@ -145,20 +224,38 @@ def test_a_broken_game_is_one_line_and_the_others_are_reviewed(reviewed):
 
 
 @pytest.mark.parametrize("name", ["ninedan", "handmade"])
-def test_each_position_is_what_lz_analyze_reports(reviewed, references, name):
-    _, out, _ = reviewed
-    positions = _json(out, name)["positions"]
+def test_each_position_is_what_lz_analyze_reports(mode, name):
+    (_, out, run), references = mode
+    assert run.returncode == 1, run.stderr  # the broken game
+    data = _json(out, name)
+    positions = data["positions"]
     ref = references[name]
     assert len(positions) == len(ref) > 10
-    ours = [(p["to_move"], p["best"], int(p["winrate"] * 10000), p["pv"]) for p in positions]
-    assert ours == ref
-    assert all(p["visits"] >= VISITS for p in positions)
+    ours = [(p["to_move"], p["best"], int(p["winrate"] * 10000), p["pv"], p["visits"])
+            for p in positions]
+    assert ours == [r[:5] for r in ref]
+    visits = data["visits"]
+    assert visits in (VISITS, KEPT_VISITS) and all(p["visits"] >= visits for p in positions)
+
+
+def test_the_kept_tree_searches_from_the_visits_kept(reviewed, reviewed_kept,
+                                                     references_kept):
+    """The mode's point: the engine the review matches began its searches with visits kept
+    (each position's N root visits, fewer new playouts), and the review says which mode it
+    ran."""
+    _, out, _ = reviewed_kept
+    ref = references_kept["ninedan"]
+    assert all(visits == KEPT_VISITS for *_, visits, _ in ref)
+    new = sum(playouts for *_, playouts in ref)
+    assert new < 0.8 * KEPT_VISITS * len(ref)
+    data = _json(out, "ninedan")
+    assert data["tree"] == "kept" and _json(reviewed[1], "ninedan")["tree"] == "fresh"
 
 
 def _drops_from(ref, moves_colors) -> dict[str, list[tuple[int, float]]]:
     """Each side's five largest drops, (move number, winrate lost), from the reference."""
     def mover(k, color):  # position k's winrate for `color`
-        side, _, win, _ = ref[k]
+        side, _, win = ref[k][:3]
         return win / 10000 if side == color else 1 - win / 10000
 
     drops = {"B": [], "W": []}
@@ -170,8 +267,8 @@ def _drops_from(ref, moves_colors) -> dict[str, list[tuple[int, float]]]:
 
 
 @pytest.mark.parametrize("name", ["ninedan", "handmade"])
-def test_the_largest_drops_are_those_of_the_reference_numbers(reviewed, references, name):
-    _, out, _ = reviewed
+def test_the_largest_drops_are_those_of_the_reference_numbers(mode, name):
+    (_, out, _), references = mode
     data = _json(out, name)
     colors = [m["color"] for m in data["moves"]]
     expected = _drops_from(references[name], colors)

@@ -124,8 +124,9 @@ def _review(positions, memo_rows):
 
     side = EngineSide(NET, cpu_only=True, gpus=(), precision="auto", batch_rows=16)
     found = {}
-    settings = ReviewSettings(visits=16, seed=5, parallel=16, memo_rows=memo_rows)
-    memo = analyse(list(enumerate(positions)), side, settings,
+    settings = ReviewSettings(visits=16, seed=5, parallel=16, memo_rows=memo_rows,
+                              reuse=False)  # the memo's case: each position's own tree
+    memo = analyse([list(enumerate(positions))], side, settings,
                    lambda key, analysis: found.__setitem__(key, analysis))
     return [found[k] for k in range(len(positions))], memo, side.rows
 

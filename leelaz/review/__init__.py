@@ -19,3 +19,5 @@ The verb itself (options, messages, exit status) is leelaz/tools/review.py.
 #: network call a round. Here, not in analyse.py, so that the command lines can show it
 #: without importing the search.
 DEFAULT_PARALLEL = 128
+#: With the tree kept, stretches of a game searched at once (`--trees`; review/analyse.py).
+DEFAULT_TREES = 8

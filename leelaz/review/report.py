@@ -33,6 +33,7 @@ class GameReport:
     network: str
     top: int
     analyses: list = None  # review.analyse.Analysis per position
+    tree_kept: bool = True  # each position's search began from the position before's tree
 
     def drops(self, color: int) -> list[MoveReview]:
         return largest_drops(self.moves, color, self.top)
@@ -68,7 +69,9 @@ def markdown(report: GameReport, plot_name: str | None) -> str:
     lines = [f"# Review: {black} (Black) – {white} (White)", ""]
     facts = [f"File: `{report.review.source}`", f"Moves: {len(report.moves)}",
              "Search: " + (f"{report.visits} visits a position" if report.visits is not None
-                           else f"{report.seconds:g} seconds a position"),
+                           else f"{report.seconds:g} seconds a position")
+             + (", the tree kept from each position to the next (the visits kept counted)"
+                if report.tree_kept else ", each position from a fresh tree"),
              f"Network: `{report.network}`, seed {report.seed}"]
     if result:
         facts.insert(1, f"Result: {result}")
@@ -103,6 +106,7 @@ def as_json(report: GameReport) -> str:
         "file": str(report.review.source), "game": report.review.label,
         "black": black, "white": white, "result": report.review.game.root.get("RE"),
         "visits": report.visits, "seconds": report.seconds, "seed": report.seed,
+        "tree": "kept" if report.tree_kept else "fresh",
         "network": report.network,
         "black_winrate": report.black_winrates,
         "positions": [{"to_move": "BW"[a.to_move], "winrate": a.winrate, "visits": a.visits,

@@ -323,6 +323,15 @@ class UCTSearch:
         core.start_loading()  # the compiled core, for the next calls (the move is chosen)
         return result
 
+    def end_run(self, run: SearchRun) -> None:
+        """The last step of a call that chooses no move, for a driver stepping the run
+        itself (review/analyse.py): what `ponder` does at its end, the run's counters
+        become the tree's and the position is kept for the next call's tree reuse (not
+        after move restrictions, as in LZ)."""
+        self._end(run)
+        restricted = run.restrictions is not None and run.restrictions.has_move_restrictions
+        self._last_state = None if restricted else run.root_state
+
     def gather_reports(self, final: bool) -> None:
         """The step before a report: at each progress report, and at the end of a call
         (`final`) before the statistics and the move choice. Nothing for one tree; the seam

@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 
 from leelaz.config import BACKEND_CHOICES, BACKEND_HELP, PRECISION_CHOICES
-from leelaz.review import DEFAULT_PARALLEL
+from leelaz.review import DEFAULT_PARALLEL, DEFAULT_TREES
 from leelaz.tools import ToolError
 
 UINT64_MAX = 2**64 - 1
@@ -114,6 +114,18 @@ network_options = _stack(
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=None,
               help="Instead of --visits: about this many seconds per position.")
 @search_options
+@click.option("--reuse/--fresh", "reuse", default=True, show_default=True,
+              help="--reuse: a game's positions in order on kept trees (see --trees), as "
+              "the engine searches them after `play`: N visits counting those kept from the "
+              "position before (Leela Zero's -v); the faster on the CPU. --fresh: each "
+              "position from a fresh tree, as lz-analyze right after `loadsgf` (nearly twice "
+              "the network work, but every position of every game in flight at once).")
+@click.option("--trees", type=click.IntRange(1, None), default=DEFAULT_TREES,
+              show_default=True,
+              help="With --reuse: each game cut into this many stretches of consecutive "
+              "positions (none shorter than 8), each on its own tree, searched at once so "
+              "that one game fills a batch; a stretch's first position is searched from a "
+              "fresh tree (1: one tree for the whole game).")
 @click.option("--variation-drop", type=click.FloatRange(0, 100), default=10.0,
               show_default=True, help="Add the engine's line as a variation where the "
               "played move lost more than this much winrate (percentage points).")
@@ -122,8 +134,8 @@ network_options = _stack(
 @click.option("--json", "write_json", is_flag=True, help="Also write NAME.review.json.")
 @network_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def command(paths, out_dir, visits, seconds, parallel, seed, variation_drop, top, write_json,
-            weights, cpu_only, gpu, backend, precision, quiet) -> int:
+def command(paths, out_dir, visits, seconds, parallel, seed, reuse, trees, variation_drop, top,
+            write_json, weights, cpu_only, gpu, backend, precision, quiet) -> int:
     """Review whole games: search every position of each game's main line and write an
     annotated SGF (comments, Sabaki's winrate graph, variations), a winrate plot and a
     report per game."""
@@ -145,14 +157,14 @@ def command(paths, out_dir, visits, seconds, parallel, seed, variation_drop, top
         click.echo(line, err=True)
     out = _output_folder(out_dir)
     settings = ReviewSettings(visits=visits or DEFAULT_VISITS, seconds=seconds, seed=seed,
-                              parallel=parallel)
+                              parallel=parallel, reuse=reuse, trees=trees)
     side = load_network(weights, cpu_only, gpu, precision, backend, settings.parallel)
     writer = _Writer(games, out, settings, side.weights_path, variation_drop / 100.0, top,
                      write_json)
-    jobs = [((g, p), state) for g, game in enumerate(games)
-            for p, state in enumerate(game.positions)]
+    jobs = [[((g, p), state) for p, state in enumerate(game.positions)]
+            for g, game in enumerate(games)]
     from leelaz.progress import progress
-    with progress(len(jobs), "review", unit="pos", enabled=not quiet) as bar:
+    with progress(sum(map(len, jobs)), "review", unit="pos", enabled=not quiet) as bar:
         writer.bar = bar
         try:
             analyse(jobs, side, settings, writer.done)
@@ -208,7 +220,8 @@ class _Writer:
         winrates = black_winrates(analyses)
         moves = review_moves(game, analyses)
         report = GameReport(game, winrates, moves, None if s.seconds else s.visits,
-                            s.seconds, s.seed, self.network, self.top, analyses)
+                            s.seconds, s.seed, self.network, self.top, analyses,
+                            tree_kept=s.reuse)
         stem = self.out / f"{game.stem}.review"
         plot_name = None
         if self.plots:

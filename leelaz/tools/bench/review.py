@@ -4,14 +4,17 @@ way GoReviewPartner drives Leela Zero 0.17 (one process, position after position
 Owns: that measurement. Imports: gtp.client, review.games (reading the games), tools.bench.common.
 
 Ours: `leelaz review GAMES -v N` as a subprocess, start-up and writing included, every
-position of every game searched with N visits, the positions in flight batched together.
+position of every game searched with N visits, the searches in flight batched together; by
+default each game's tree kept from one position to the next (review/analyse.py), as the
+reference keeps its own, so both do the same work; `--ours-args "--cpu-only --fresh"`
+measures the fresh-tree mode (every position from N new visits).
 The reference: one Leela Zero process (`--gtp --noponder -v N --timemanage off`, as
 GoReviewPartner starts it but with a visit cap instead of its clock), for each game
 `clear_board`, `komi`, the handicap stones, then at each position `genmove`, `undo` and the
 game's move (GoReviewPartner's own loop, leela_zero_analysis.py), and `genmove` at the last
 position; its start is timed too. The reference reuses its tree from one position to the
-next (genmove after play), so it does less new work per position than ours (the run says
-how many new playouts a position it made): the comparison leans its way. Both get the same
+next (genmove after play; the run says how many new playouts a position it made), as ours
+does by default; against `--fresh` the comparison leans its way. Both get the same
 network file and games; the figure is positions per second and the ratio of the wall times.
 Each side's CPU seconds (its processes' user + system time) are shown too: on a machine
 shared with other work the wall times follow the others' load, so a comparison is made of
@@ -176,8 +179,11 @@ def command(source, games, weights, visits, ours, reference, ours_args, ref_args
                              f"{ref_positions / ref_seconds:.2f}"])
             else:
                 say("no Leela Zero 0.17 installed here: measuring ours only")
-        say(f"leelaz review: {visits} visits a position, each from a fresh tree (as lz-analyze "
-            f"in a fresh engine)")
+        fresh = "--fresh" in ours_args.split()
+        say(f"leelaz review: {visits} visits a position, "
+            + ("each from a fresh tree (as lz-analyze in a fresh engine)" if fresh else
+               "each game's tree kept from one position to the next (as the engine after "
+               "`play`)"))
         if ref_seconds is not None:
             say(f"Leela Zero: {ref_playouts / max(1, ref_positions):.0f} new playouts a "
                 f"position; it kept the rest of each position's {visits} visits from the "
