@@ -14,7 +14,8 @@ from types import SimpleNamespace
 
 from leelaz.config import EngineConfig
 from leelaz.selfplay.settings import SELFPLAY_DEFAULTS, SelfplaySettings
-from leelaz.selfplay.workers import default_processes, run_workers, worker_devices
+from leelaz.selfplay.workers import (default_processes, enter_device, run_workers,
+                                     worker_devices)
 
 
 def test_workers_are_dealt_round_robin_over_the_devices():
@@ -30,6 +31,15 @@ def test_workers_are_dealt_round_robin_over_the_devices():
                                   (EngineConfig(network_backend="opencl"), 2, ["0", "1"]),
                                   (EngineConfig(gpus=(1,)), 2, ["0", "1"])):
         assert worker_devices(cfg, workers, visible) == [(None, None)] * workers
+
+
+def test_a_child_takes_its_device(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert enter_device((None, "1")) is None
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    assert enter_device(((3,), None)) == (3,)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # a --gpu id leaves the variable alone
+    assert enter_device((None, None)) is None
 
 
 def test_one_process_per_visible_gpu_when_the_device_is_left_to_choose():

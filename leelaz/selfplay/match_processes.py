@@ -30,12 +30,11 @@ POLL_SECONDS = 1.0
 def _shard(weights_a, weights_b, out_dir, shard, jobs, options, device, parent, out):
     """A child: play shard `shard` of `jobs` on `device` ((gpus, CUDA_VISIBLE_DEVICES))."""
     from leelaz.selfplay.lifetime import die_with_parent
+    from leelaz.selfplay.workers import enter_device
     die_with_parent(parent)  # a killed match leaves no process writing into its folder
-    gpus, cuda_visible = device
-    if cuda_visible is not None:  # before anything of this process starts CUDA
-        os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    gpus = enter_device(device)
     if gpus is not None:
-        options = {**options, "gpus": tuple(gpus)}
+        options = {**options, "gpus": gpus}
     try:
         play_match(weights_a, weights_b, out_dir, shard=(shard, jobs), progress=False,
                    **options)

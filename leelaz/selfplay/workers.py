@@ -1,8 +1,9 @@
 """`--workers W`: W processes, each playing `--parallel K` games, into one folder.
 
-Owns: `run_workers`, `Counters`, `worker_devices`, `default_processes`. Imports:
-multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime, backends.device_choice (the CUDA devices visible); what a
-worker plays (selfplay.run_games) is handed to it, as selfplay.py imports this module.
+Owns: `run_workers`, `Counters`, `worker_devices`, `enter_device`, `default_processes`.
+Imports: multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime,
+backends.device_choice (the CUDA devices visible); what a worker plays (selfplay.run_games) is
+handed to it, as selfplay.py imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
 microseconds per playout) caps a process at a few thousand playouts/s whatever the network's
@@ -64,6 +65,16 @@ def worker_devices(cfg, workers: int, visible: list[str]) -> list[tuple]:
     return [(None, None)] * workers
 
 
+def enter_device(device: tuple) -> tuple | None:
+    """In a child process, before anything starts CUDA: take the device `worker_devices`
+    gave it (gpus, CUDA_VISIBLE_DEVICES), setting CUDA_VISIBLE_DEVICES when it names one;
+    the --gpu ids the child's engine is to use instead of its own, or None."""
+    gpus, cuda_visible = device
+    if cuda_visible is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    return tuple(gpus) if gpus is not None else None
+
+
 def default_processes(cfg, visible: list[str]) -> int:
     """Processes a verb starts when not told (--workers, lz-gate's --jobs): one per visible
     CUDA device when the engine chooses the device itself (--backend auto or torch, no --gpu,
@@ -78,9 +89,7 @@ def _worker(play, parallel, settings, weights, folder, count, first, stride, sec
             out, backend, parent, device=(None, None)):
     from leelaz.selfplay.lifetime import die_with_parent, parent_gone
     die_with_parent(parent)  # a SIGKILLed run must not leave its workers writing
-    gpus, cuda_visible = device
-    if cuda_visible is not None:  # before anything of this process starts CUDA
-        os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    gpus = enter_device(device)
     if gpus is not None:
         import dataclasses
         settings = dataclasses.replace(settings, engine=settings.engine.with_(gpus=gpus))

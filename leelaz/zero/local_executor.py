@@ -36,10 +36,9 @@ POLL_SECONDS = 0.5
 
 
 def _child(name: str, spec: dict, conn, parent: int, device=(None, None)) -> None:
+    from leelaz.selfplay.workers import enter_device
     die_with_parent(parent)  # exits at once if the loop died while this process was starting
-    gpus, cuda_visible = device
-    if cuda_visible is not None:  # before anything of this process starts CUDA
-        os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    gpus = enter_device(device)
     if gpus is not None:
         spec = {**spec, "gpus": list(gpus)}
     try:
