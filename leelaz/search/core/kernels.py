@@ -12,7 +12,8 @@ Each is the deliberate compiled copy of the Python reference, which stays the au
   `RootSelector.select` and `forced_child` (search/select.py);
 - the board: `Board.play_move` / `_place` / `_merge` / `_remove_string` (game/board.py;
   src/FullBoard.cpp, src/FastBoard.cpp), with the stones-only ko hash and the prisoners
-  (the leaf's full hash, the network cache's key, is put together from them in run.py),
+  (the leaf's full hash, the network cache's key, is put together from them in
+  core/leaf_inputs.py),
   and each path position's mailbox for the leaf's input planes;
 - area scoring: `Board.area_counts` (src/FastBoard.cpp calc_reach_color);
 - expansion: `expansion.expand_batch` / `children_of` and `pass_allowed` (src/UCTNode.cpp

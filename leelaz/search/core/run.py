@@ -419,8 +419,8 @@ class CoreRun(SearchRun):
         self._allowed = np.ones((1, 361), np.bool_)
         self._allowed_rows: dict[tuple[int, int], int] = {}
         self._next_buffers = 0
-        # The Python positions of the nodes below the root (the evaluator's GameStates are
-        # made of them); the root's is the root state's.
+        # The Python positions of the nodes below the root, where the evaluator's leaves are
+        # GameStates (LeafInputs.for_root says when); the root's is the root state's.
         self._boards = [u.board for u in self.tree.objects]
         self._boards[0] = None
         self._leaf_inputs = LeafInputs.for_root(self.root_state, self.color, self.evaluator)
