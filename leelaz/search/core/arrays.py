@@ -103,11 +103,11 @@ class CoreTree:
                 nodes.append(c)
                 cmove.append(c.move)
                 cprior.append(c.prior)
-            if moves:
-                for j in range(len(kids), len(moves)):
-                    cnode.append(-1)
-                    cmove.append(moves[j])
-                    cprior.append(u._priors[j])
+            if moves:  # the uninflated rest, straight from the node's compact arrays
+                inflated = len(kids)
+                cnode.extend([-1] * (len(moves) - inflated))
+                cmove.extend(moves[inflated:])
+                cprior.extend(u._priors[inflated:])
         n, m = len(nodes), len(cnode)
         tree = cls(max(1024, 2 * n), max(16384, 2 * m))
         cols = list(zip(*stats))

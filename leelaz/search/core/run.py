@@ -552,21 +552,24 @@ class CoreRun(SearchRun):
         them), then their statuses back after it (it prunes)."""
         t = self.tree
         lo, inf = int(t.first[0]), int(t.inflated[0])
-        rows = t.cnode[lo:lo + inf].tolist()
+        rows = t.cnode[lo:lo + inf]
         objects = t.objects
-        for nd in rows:
+        for nd, visits, wins, m2, status in zip(rows.tolist(), t.visits[rows].tolist(),
+                                                t.wins[rows].tolist(), t.m2[rows].tolist(),
+                                                t.status[rows].tolist()):
             u = objects[nd]
-            u.visits = int(t.visits[nd])
-            u.black_wins = float(t.wins[nd])
-            u.m2 = float(t.m2[nd])
-            u.status = int(t.status[nd])
+            u.visits = visits
+            u.black_wins = wins
+            u.m2 = m2
+            u.status = status
         self._sync_root()
 
     def _statuses_back(self) -> None:
         t = self.tree
-        for nd, u in enumerate(t.objects[:len(self.root.children) + 1]):
-            if nd and u is not None:
-                t.status[nd] = u.status
+        objects = t.objects[1:len(self.root.children) + 1]
+        rows = [nd for nd, u in enumerate(objects, start=1) if u is not None]
+        if rows:
+            t.status[rows] = [objects[nd - 1].status for nd in rows]
 
     # ------------------------------------------------------------------ one batch
     def _buffers(self, limit: int) -> _Buffers:
