@@ -286,3 +286,35 @@ def test_string_order_equals_reference(lz_binary, random_weights):
                for s in ALL_VERTICES if b.square[s] != EMPTY}
     assert replies[-1] == "\n".join(sorted(strings))
     assert any(len(s.split()) > 3 for s in strings)
+
+
+def test_ko_hash_after_a_move_is_what_playing_it_leaves():
+    """Board.ko_hash_after (the root's superko test) against copy() + play_move, for both
+    colours at every empty point of positions of random games full of captures, suicides
+    and kos (a pass now and then), the suicide and capture cases counted so that neither
+    goes untested."""
+    import random
+
+    rng = random.Random(5)
+    kinds = {"capture": 0, "suicide": 0, "plain": 0}
+    for _ in range(4):
+        board = Board()
+        color = BLACK
+        for move in range(260):
+            empty = [v for v in ALL_VERTICES if board.square[v] == EMPTY]
+            if move % 20 == 19:
+                for c in (BLACK, WHITE):
+                    for v in empty:
+                        after = board.copy()
+                        after.play_move(c, v)
+                        assert board.ko_hash_after(c, v) == after.ko_hash, (move, c, v)
+                        if after.prisoners != board.prisoners:
+                            kinds["capture"] += 1
+                        elif after.square[v] == EMPTY:
+                            kinds["suicide"] += 1
+                        else:
+                            kinds["plain"] += 1
+            v = rng.choice(empty + [PASS]) if empty else PASS
+            board.play_move(color, v)
+            color = 1 - color
+    assert min(kinds.values()) > 20, kinds

@@ -353,6 +353,56 @@ class Board:
                 return False
         return True
 
+    def ko_hash_after(self, color: Color, v: Vertex) -> int:
+        """The stones-only hash after a stone of `color` on empty v, without playing it:
+        what `copy()` + `play_move` would leave in `ko_hash` (the root's superko test,
+        search/root.py, for every child). The stone's term, then each opponent string whose
+        only liberty is v (captured), or, when nothing is captured and the stone would have
+        no liberty, the stone and the own strings it joins (suicide, which `_place` allows)."""
+        square = self.square
+        parent = self.parent
+        libs = self.libs
+        h = self.ko_hash ^ STONE_DELTA[color][v]
+        opp = 1 - color
+        captured: list[Vertex] = []
+        own: list[Vertex] = []
+        breathes = False
+        for n in (v - _N, v + 1, v + _N, v - 1):
+            s = square[n]
+            if s == EMPTY:
+                breathes = True
+            elif s == opp:
+                r = parent[n]
+                if libs[r] <= 1 and r not in captured:
+                    captured.append(r)
+            elif s == color:
+                r = parent[n]
+                if libs[r] > 1:
+                    breathes = True
+                elif r not in own:
+                    own.append(r)
+        if captured:
+            for r in captured:
+                h ^= self._string_terms(r, opp)
+        elif not breathes:  # suicide: the stone and the strings it joined go
+            h ^= STONE_DELTA[color][v]
+            for r in own:
+                h ^= self._string_terms(r, color)
+        return h
+
+    def _string_terms(self, start: Vertex, color: Color) -> int:
+        """The XOR of the stone terms of the string through `start`."""
+        delta = STONE_DELTA[color]
+        nxt = self.next
+        h = 0
+        pos = start
+        while True:
+            h ^= delta[pos]
+            pos = nxt[pos]
+            if pos == start:
+                break
+        return h
+
     def is_legal(self, color: Color, v: Vertex) -> bool:
         """LZ's engine legality without superko: pass, or an empty point that is not the ko
         point and not suicide."""

@@ -70,18 +70,15 @@ def prepare_root(run) -> None:
     for child in root.children:
         if child.move != PASS:
             # What `root_state.copy()`, `play` and `superko()` would find, without copying
-            # the game's history for every child: the position after the move repeats one
-            # of the game's (`seen`: every position so far, this one included). A reused
-            # tree's child keeps that position already (made by the same copy and play).
+            # the game's history or the board for every child: the position after the move
+            # repeats one of the game's (`seen`: every position so far, this one included).
+            # A reused tree's child keeps that position already; the others' stones-only
+            # hash comes from the board without playing (Board.ko_hash_after), and their
+            # positions are made when a descent first reaches them.
             after = child.board
-            if after is None:
-                after = board.copy()
-                after.play_move(color, child.move)
-            if after.ko_hash in seen:
+            h = after.ko_hash if after is not None else board.ko_hash_after(color, child.move)
+            if h in seen:
                 continue
-            if child.board is None and run.boards_left > 0:  # the descents' first step
-                run.boards_left -= 1
-                child.board = after
         if child.status == INVALID:
             child.status = ACTIVE
         kept.append(child)
