@@ -353,6 +353,8 @@ class UCTSearch:
         if old is not self.root:
             self._discarded = old  # see release_discarded
         self._last_state = None
+        self.root.board = None  # the root's position is the game state's: a kept copy of
+        # it would only count against the kept positions' limit
         self.nodes = stats.count_nodes(self.root)
         self.boards_left = MAX_KEPT_BOARDS - kept_boards(self.root)
         # No "update_root, A -> B nodes" line: only assert builds of LZ 0.17 (Debian's) print
