@@ -190,6 +190,46 @@ def test_the_window_grows_slower_than_the_run():
     assert zero_loop.steps_for(51_200, 4.0, 256) == 800
 
 
+def test_the_trainer_says_where_its_time_goes(chunks, tmp_path, monkeypatch):
+    """time_<phase> in the metrics: each phase gets its own time and no other's. The trainer's
+    phase clock is replaced by one that moves only by known amounts, added by each step, each
+    evaluation and each export (oracle: those amounts times the counts the run's settings
+    fix, computed here); the loop's log line gives the job's rest."""
+    import types
+
+    from leelaz.training import trainer
+
+    clock = [0.0]
+    monkeypatch.setattr(trainer, "time", types.SimpleNamespace(
+        time=time.time, perf_counter=lambda: clock[0]))
+    ticks = {"_step": 0.03, "_evaluate_and_log": 0.2, "_export_and_save": 0.1}
+    for name, tick in ticks.items():
+        original = getattr(trainer._Run, name)
+
+        def ticking(self, *args, _original=original, _tick=tick):
+            clock[0] += _tick
+            return _original(self, *args)
+        monkeypatch.setattr(trainer._Run, name, ticking)
+    data, val = chunks
+    result = trainer.train(data, str(tmp_path / "run"), blocks=1, filters=8, steps=12,
+                           batch=16, seed=3, device="cpu", val=val, eval_steps=4,
+                           eval_seconds=1e9, checkpoint_steps=6, checkpoint_seconds=1e9)
+    m = result.metrics
+    steps, reports, exports = 12, 12 // 4 + 1, 12 // 6 + 1  # each period's, then the final
+    assert set(trainer.PHASES) == {"load", "steps", "eval", "export"}
+    assert m["time_load"] == 0
+    assert m["time_steps"] == pytest.approx(steps * 0.03)
+    assert m["time_eval"] == pytest.approx(reports * 0.2)
+    assert m["time_export"] == pytest.approx(exports * 0.1)
+    line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    # The last line is written during the last evaluation, before the last export.
+    assert line["time_eval"] == pytest.approx((reports - 1) * 0.2)
+    assert line["time_export"] == pytest.approx((exports - 1) * 0.1)
+    shown = zero_loop.training_phases({"load": 1.0, "steps": 2.5}, 5.0)
+    assert shown == ": load 1.0 s, steps 2.5 s, start and the rest 1.5 s"
+    assert zero_loop.training_phases({}, 5.0) == ""
+
+
 class InProcess:
     """The loop's executor, running the training job in this process (the job is the same
     function the local and Ray executors run)."""
@@ -285,6 +325,11 @@ def test_the_loop_goes_on_with_one_training_across_generations(tygem_dir, tmp_pa
     assert again["train"]["steps_done"] == tr2["steps_done"]
     assert again["train"]["candidate"] == tr2["candidate"]
     assert again["train"]["metrics"] == tr2["metrics"]
+    # Where generation 2's training time went stays the first call's: the second trained
+    # nothing and had nothing to say.
+    assert set(tr2["phases"]) == {"load", "steps", "eval", "export"}
+    assert again["train"]["phases"] == tr2["phases"]
+    assert 0 < sum(tr2["phases"].values()) <= tr2["seconds"]
 
 
 @pytest.mark.parametrize("args", [

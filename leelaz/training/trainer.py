@@ -40,6 +40,7 @@ Two ways to go on from a checkpoint:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -64,6 +65,11 @@ CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
 #: Steps between checks that the loss is still finite (each check waits for the device).
 FINITE_CHECK_STEPS = 16
+#: Where a training invocation's wall time goes (time_<phase> in its metrics): the window and
+#: held-out sets read and put on the device, the optimizer steps, the evaluations on held-out
+#: positions, the exports with their checkpoints. The Zero loop's generation record keeps
+#: them beside the job's whole time (process start, torch's import and CUDA's are the rest).
+PHASES = ("load", "steps", "eval", "export")
 
 
 def train(data: list[str], out_dir: str, *, blocks: int, filters: int,
@@ -426,6 +432,8 @@ class _Run:
         self.metrics_path = os.path.join(c.out_dir, METRICS)
         self.counters = {"step": 0, "samples": 0, "train_seconds": 0.0, "runs": 0}
         self.last_metrics: dict | None = None
+        #: Wall seconds of this invocation by phase (PHASES), reported as time_<phase>.
+        self.phases = dict.fromkeys(PHASES, 0.0)
         torch.manual_seed(c.seed)
         self.net = LeelaNet(c.blocks, c.filters)
         self.optimizer_state = None
@@ -489,11 +497,34 @@ class _Run:
             self._ensure_export()
             return self.result()
         self.counters["runs"] += 1
-        train_set, val_set = load_sets(c, self.device)  # before CUDA: the replay forks
-        self.external = load_external(c, self.device)
-        self._prepare(val_set)
+        with self._phase("load"):
+            train_set, val_set = load_sets(c, self.device)  # before CUDA: the replay forks
+            self.external = load_external(c, self.device)
+            self._prepare(val_set)
         self._loop(train_set, left)
+        if self.last_metrics is not None:  # the final export's time too, for the caller
+            self.last_metrics.update(self.phase_figures())
         return self.result()
+
+    @contextlib.contextmanager
+    def _phase(self, name: str):
+        """Count the block's wall time to phase `name`. The device's queue is drained at both
+        ends, so that steps still running on a GPU are not counted to the next phase."""
+        self._sync()
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._sync()
+            self.phases[name] += time.perf_counter() - began
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def phase_figures(self) -> dict:
+        """time_<phase>: this invocation's wall seconds in each phase so far."""
+        return {f"time_{name}": round(seconds, 3) for name, seconds in self.phases.items()}
 
     def _prepare(self, val_set) -> None:
         c, device = self.config, self.device
@@ -533,6 +564,10 @@ class _Run:
         return max(parts)
 
     def _report(self, extra: dict) -> None:
+        with self._phase("eval"):
+            self._evaluate_and_log(extra)
+
+    def _evaluate_and_log(self, extra: dict) -> None:
         c = self.config
         m = evaluate(self.net, self.val, self.val_sample, 4 * c.batch, self.device, self.amp)
         if self.external is not None:  # a fixed set (e.g. strong human games): ext_*
@@ -541,6 +576,7 @@ class _Run:
             m.update({"ext_" + k[len("val_"):]: v for k, v in ext.items()})
         m.update(extra)
         m.update({"step": self.counters["step"], "samples": self.counters["samples"]})
+        m.update(self.phase_figures())
         if not all(math.isfinite(v) for v in m.values() if isinstance(v, float)):
             raise diverged("the loss is", self.counters["step"])
         try:
@@ -557,6 +593,10 @@ class _Run:
         """The weights file first, then the checkpoint that records it: a kill between the two
         leaves an older checkpoint, which a continued run trains on from, never a finished
         checkpoint beside an older weights file."""
+        with self._phase("export"):
+            self._export_and_save(train_set)
+
+    def _export_and_save(self, train_set) -> None:
         export = self._export(train_set)
         try:
             save_checkpoint(self.ckpt_path, self.net, self.opt, self.counters, self.config,
@@ -634,6 +674,8 @@ class _Run:
         step_in_run = 0
         t_start = time.time()
         last_eval = last_ckpt = t_start
+        loop_began = time.perf_counter()
+        other_before = self.phases["eval"] + self.phases["export"]
         sums, sums_n = torch.zeros(3, device=device), 0
         lr = c.lr
         self.net.train()
@@ -669,6 +711,9 @@ class _Run:
                     self.counters["train_seconds"] += now - last_ckpt
                     self._checkpoint(train_set)
                     last_ckpt = time.time()
+        self._sync()  # the loop's time, less the evaluations and exports inside it
+        self.phases["steps"] += (time.perf_counter() - loop_began - self.phases["eval"]
+                                 - self.phases["export"] + other_before)
         self.counters["train_seconds"] += time.time() - last_ckpt
         final = self._train_figures(sums, sums_n, lr, step_in_run, t_start)
         self._report({**final, "final": True})

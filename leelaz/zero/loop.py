@@ -163,6 +163,18 @@ def steps_for(new_positions: int, reuse: float, batch: int) -> int:
     return max(1, math.ceil(reuse * new_positions / max(1, batch)))
 
 
+
+def training_phases(phases: dict, seconds: float) -> str:
+    """`: load 4.0 s, steps 12.1 s, ...` for the log, from the trainer's seconds by phase
+    (its time_<phase> figures, training/trainer.py PHASES) and the job's whole time; the
+    rest is the job's start (a fresh process, torch's import, CUDA's start). Empty when the
+    trainer gave none (a job that had finished before the loop was killed, asked again)."""
+    if not phases:
+        return ""
+    rest = seconds - sum(phases.values())
+    return ": " + ", ".join(f"{name} {v:.1f} s" for name, v in phases.items()) + \
+        f", start and the rest {max(0.0, rest):.1f} s"
+
 class _Bar:
     """leelaz.progress's bar (tqdm on a terminal, else nothing), moved to absolute counts."""
 
@@ -427,11 +439,19 @@ class ZeroLoop:
         start = time.monotonic()
         result = self.executor.train(spec)
         candidate = self.run.add_network(result["weights_path"])
-        reported = result.get("metrics") or self._final_report(result["steps_done"])
+        fresh = result.get("metrics") or {}
+        reported = fresh or self._final_report(result["steps_done"])
         metrics = {k: v for k, v in reported.items() if k.startswith(("val_", "ext_", "train_"))}
+        # Where this call's time went (a finished job asked again reports none: kept as was).
+        phases = {k[len("time_"):]: v for k, v in fresh.items() if k.startswith("time_")}
+        seconds = time.monotonic() - start
         tr.update(candidate=candidate, steps_done=result["steps_done"], done=True,
-                  seconds=tr["seconds"] + time.monotonic() - start, metrics=metrics)
+                  seconds=tr["seconds"] + seconds, metrics=metrics)
+        if phases:
+            tr["phases"] = phases
         self.run.save_generation(record)
+        self.say(f"generation {gen}: training took {seconds:.0f} s"
+                 + training_phases(phases, seconds))
         shown = " ".join(f"{k} {metrics[k]:.3f}" for k in ("val_top1", "val_policy_ce",
                                                            "val_value_mse", "ext_top1",
                                                            "ext_policy_ce", "ext_value_mse")
