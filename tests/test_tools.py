@@ -445,3 +445,16 @@ def test_bench_startup_times_the_first_two_moves(tmp_path, random_weights):
                       r"search|LZ 0\.17 --cpu-only)\s+([\d.]+)\s+([\d.]+)", done.stdout, re.M)
     assert len(rows) == 4
     assert all(float(second) - float(first) >= 0.3 for _, first, second in rows)
+
+
+def test_bench_lines_name_the_cpu(tmp_path):
+    """The figures of a CPU run name the processor (the first `model name` of cpuinfo)."""
+    from leelaz.tools.bench import common
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu\n\n"
+                    "processor\t: 1\nmodel name\t: Other CPU\n")
+    assert common.cpu_name(str(info)) == "Test CPU 9000"
+    assert common.cpu_name(str(tmp_path / "missing"))  # Python's guess, never empty
+    line = common.load_line()
+    assert re.fullmatch(r"load average \d+\.\d on \d+ CPUs \(.+\)", line), line

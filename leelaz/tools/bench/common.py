@@ -7,6 +7,7 @@ Owns: those helpers. Imports: stdlib, backends.random_weights, tools.
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shlex
 import sys
@@ -94,7 +95,22 @@ def network_file(spec: str) -> str:
 
 
 def load_line() -> str:
-    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    """The machine as a figure needs it: the load while it was measured and the CPU it ran
+    on (CPU figures differ several-fold between machines: docs/performance.md)."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs ({cpu_name()})"
+
+
+def cpu_name(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The processor's model name as the kernel gives it (Linux), else Python's guess."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def table(header: list[str], rows: list[list]) -> str:
