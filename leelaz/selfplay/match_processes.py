@@ -2,7 +2,8 @@
 
 Owns: `play_match_in_processes` (`leelaz match --preset lz-gate --jobs N`). Imports:
 selfplay.network_match (the match, its shards and its folder), selfplay.workers (which device
-a process gets), selfplay.lifetime, backends.device_choice (the visible CUDA devices), config.
+a process gets, and the children's start, report and end: `run_children`, as self-play's
+workers use), backends.device_choice (the visible CUDA devices), config.
 
 One process's games are bound by its Python thread, not by the device (the self-play
 measurements in docs/performance.md): a second GPU given to the same process only splits
@@ -16,35 +17,20 @@ self-play's workers follow). The result is the folder's, as a single process rep
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
 import time
 
 from leelaz.selfplay.network_match import MatchResult, play_match, tally
-from leelaz.selfplay.runner import SelfplayError, warn
+from leelaz.selfplay.runner import warn
 
 #: How often the parent looks at the folder for finished games (seconds).
 POLL_SECONDS = 1.0
 
 
-def _shard(weights_a, weights_b, out_dir, shard, jobs, options, device, parent, out):
-    """A child: play shard `shard` of `jobs` on `device` ((gpus, CUDA_VISIBLE_DEVICES))."""
-    from leelaz.selfplay.lifetime import die_with_parent
-    from leelaz.selfplay.workers import enter_device
-    die_with_parent(parent)  # a killed match leaves no process writing into its folder
-    gpus = enter_device(device)
+def _shard(gpus, weights_a, weights_b, out_dir, shard, jobs, options):
+    """A child's part (run by workers.child_main): shard `shard` of `jobs`, on its device."""
     if gpus is not None:
         options = {**options, "gpus": gpus}
-    try:
-        play_match(weights_a, weights_b, out_dir, shard=(shard, jobs), progress=False,
-                   **options)
-        out.put(("ok", ""))
-    except KeyboardInterrupt:
-        out.put(("interrupted", ""))
-    except SelfplayError as exc:
-        out.put(("error", str(exc)))
-    except BaseException as exc:  # noqa: BLE001 - reported by the parent
-        out.put(("error", f"{type(exc).__name__}: {exc}"))
+    play_match(weights_a, weights_b, out_dir, shard=(shard, jobs), progress=False, **options)
 
 
 def play_match_in_processes(weights_a: str, weights_b: str, out_dir: str, *, jobs: int,
@@ -56,38 +42,21 @@ def play_match_in_processes(weights_a: str, weights_b: str, out_dir: str, *, job
         return play_match(weights_a, weights_b, out_dir, progress=progress, **options)
     from leelaz.backends.device_choice import visible_cuda_devices
     from leelaz.config import EngineConfig
-    from leelaz.selfplay.workers import worker_devices
+    from leelaz.selfplay.workers import run_children, worker_devices
 
     cfg = EngineConfig(cpu_only=bool(options.get("cpu_only")),
                        gpus=tuple(options.get("gpus") or ()),
                        network_backend=options.get("network_backend") or "auto")
     devices = worker_devices(cfg, jobs, visible_cuda_devices())
-    ctx = mp.get_context("spawn")  # the parent may hold CUDA or OpenCL: never forked
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_shard, args=(weights_a, weights_b, out_dir, s, jobs, options,
-                                              devices[s], os.getpid(), out), daemon=True)
-             for s in range(jobs)]
-    for p in procs:
-        p.start()
-    reports, seen = [], 0
-    try:
-        while len(reports) < len(procs):
-            try:
-                reports.append(out.get(timeout=POLL_SECONDS))
-            except Exception:  # noqa: BLE001 - queue.Empty; a dead child is checked below
-                if not any(p.is_alive() for p in procs) and out.empty():
-                    break
-            if progress:
-                seen = _say_progress(out_dir, seen)
-    finally:
-        for p in procs:
-            p.join()
-    errors = [text for status, text in reports if status == "error"]
-    if errors:
-        raise SelfplayError(errors[0])
-    if len(reports) < len(procs):
-        raise SelfplayError(f"a match process died; the games it finished are kept in "
-                            f"{out_dir}")
+    seen = 0
+
+    def watch():
+        nonlocal seen
+        if progress:
+            seen = _say_progress(out_dir, seen)
+    reports = run_children([(_shard, devices[s], weights_a, weights_b, out_dir, s, jobs, options)
+                            for s in range(jobs)], watch, POLL_SECONDS,
+                           f"a match process died; the games it finished are kept in {out_dir}")
     if any(status == "interrupted" for status, _ in reports):
         raise KeyboardInterrupt
     # Every shard has ended: the folder's result, as play_match gives it with nothing to play.

@@ -1,6 +1,8 @@
 """`--workers W`: W processes, each playing `--parallel K` games, into one folder.
 
-Owns: `run_workers`, `Counters`, `worker_devices`, `enter_device`, `default_processes`.
+Owns: `run_workers`, `Counters`, `worker_devices`, `enter_device`, `default_processes`, and
+the life of a spawned child that plays a share of a job (`run_children`, `child_main`: one
+report each, ok, interrupted or one line of error), which the gating match's processes use too.
 Imports: multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime,
 backends.device_choice (the CUDA devices visible); what a worker plays (selfplay.run_games) is
 handed to it, as selfplay.py imports this module.
@@ -85,29 +87,76 @@ def default_processes(cfg, visible: list[str]) -> int:
     return max(1, len(visible))
 
 
-def _worker(play, parallel, settings, weights, folder, count, first, stride, seconds, counters,
-            out, backend, parent, device=(None, None)):
-    from leelaz.selfplay.lifetime import die_with_parent, parent_gone
-    die_with_parent(parent)  # a SIGKILLed run must not leave its workers writing
+def child_main(job, parent: int, device: tuple, out, *args) -> None:
+    """A spawned child's whole life (`run_children` starts it): die with the process
+    `parent` (a SIGKILLed parent must not leave children writing into its folder), take
+    `device` (enter_device), run `job(gpus, *args)` and put one report on `out`: ("ok", what
+    the job returned), ("interrupted", None) after a Ctrl-C, or ("error", one line)."""
+    from leelaz.selfplay.lifetime import die_with_parent
+    die_with_parent(parent)
     gpus = enter_device(device)
+    try:
+        value = job(gpus, *args)
+    except KeyboardInterrupt:
+        out.put(("interrupted", None))
+    except SelfplayError as exc:
+        out.put(("error", str(exc)))
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        out.put(("error", f"{type(exc).__name__}: {exc}"))
+    else:
+        out.put(("ok", value))
+
+
+def run_children(children: list[tuple], watch, poll_seconds: float, died: str) -> list[tuple]:
+    """Spawn a child for each (job, device, *args) of `children` (child_main: `job` a
+    module-level function, so that a spawned process finds it by name), call `watch()` every
+    `poll_seconds` until each has reported or died, and join them all, also after a Ctrl-C
+    (each child got it too and drops its games in flight). The reports as they came; raises
+    SelfplayError with the first child's error, or `died` when a child ended without one.
+    Processes are spawned, never forked: the parent may hold CUDA, OpenCL or threads."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=child_main, args=(job, os.getpid(), device, out, *args),
+                         daemon=True)
+             for job, device, *args in children]
+    for p in procs:
+        p.start()
+    reports: list[tuple] = []
+    try:
+        while len(reports) < len(procs):
+            try:
+                reports.append(out.get(timeout=poll_seconds))
+            except Exception:  # noqa: BLE001 - queue.Empty; a dead child is checked below
+                if not any(p.is_alive() for p in procs) and out.empty():
+                    break
+            watch()
+    finally:
+        for p in procs:
+            p.join()
+    errors = [value for status, value in reports if status == "error"]
+    if errors:
+        raise SelfplayError(errors[0])
+    if len(reports) < len(procs):
+        raise SelfplayError(died)
+    return reports
+
+
+def _play_share(gpus, play, parallel, settings, weights, folder, count, first, stride,
+                seconds, counters, backend, parent):
+    """A worker's share of the games (run by child_main): game indices first, first +
+    stride, ... into `folder`; (evaluations, network calls, backend name)."""
+    from leelaz.selfplay.lifetime import parent_gone
+    from leelaz.selfplay.store import GameStore
     if gpus is not None:
         import dataclasses
         settings = dataclasses.replace(settings, engine=settings.engine.with_(gpus=gpus))
-
-    from leelaz.selfplay.store import GameStore
     store = GameStore(folder, first_index=first, stride=stride)
     try:
         summary = play(settings, weights, store, count, parallel, False, seconds,
-                            counters, backend, orphaned=lambda: parent_gone(parent))
-        out.put(("ok", summary.evaluations, summary.network_calls, summary.backend))
-    except KeyboardInterrupt:
-        out.put(("interrupted", 0, 0, ""))
-    except SelfplayError as exc:
-        out.put(("error", str(exc), 0, ""))
-    except BaseException as exc:  # noqa: BLE001 - reported by the parent
-        out.put(("error", f"{type(exc).__name__}: {exc}", 0, ""))
+                       counters, backend, orphaned=lambda: parent_gone(parent))
     finally:
         store.close()
+    return summary.evaluations, summary.network_calls, summary.backend
 
 
 def run_workers(play, settings, weights: str, folder: str, wanted: int, workers: int,
@@ -116,52 +165,32 @@ def run_workers(play, settings, weights: str, folder: str, wanted: int, workers:
     handed down by play_selfplay: a module-level function, so a spawned worker finds it by
     name) for its share; the summary of them all."""
     from leelaz.selfplay.store import GameStore
-    ctx = mp.get_context("spawn")
-    counters = Counters(ctx)
-    out = ctx.Queue()
+    counters = Counters(mp.get_context("spawn"))
     shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
     from leelaz.backends.device_choice import visible_cuda_devices
     devices = worker_devices(settings.engine, workers,
                              visible_cuda_devices() if backend is None else [])
-    procs = [ctx.Process(target=_worker, args=(play, parallel, settings, weights, folder,
-                                              shares[w], first + w, workers, seconds,
-                                              counters, out, backend, os.getpid(), devices[w]),
-                         daemon=True)
-             for w in range(workers) if shares[w] > 0]
+    parent = os.getpid()
+    children = [(_play_share, devices[w], play, parallel, settings, weights, folder,
+                 shares[w], first + w, workers, seconds, counters, backend, parent)
+                for w in range(workers) if shares[w] > 0]
     began = time.monotonic()
-    bar = ProgressBar(wanted, f"{len(procs)} workers", settings.max_moves) \
+    bar = ProgressBar(wanted, f"{len(children)} workers", settings.max_moves) \
         if progress else None
-    for p in procs:
-        p.start()
-    reports = []
+
+    def watch():
+        if bar is not None:
+            bar.update_counts(*counters.read())
     try:
-        while len(reports) < len(procs):
-            try:
-                reports.append(out.get(timeout=0.5))
-            except Exception:  # noqa: BLE001 - queue.Empty; a dead worker is checked below
-                if not any(p.is_alive() for p in procs) and out.empty():
-                    break
-            if bar is not None:
-                bar.update_counts(*counters.read())
-    except KeyboardInterrupt:
-        for p in procs:
-            p.join()  # each worker got the Ctrl-C too and drops its games
-        raise
+        reports = run_children(children, watch, 0.5,
+                               "a worker process died; the games it finished are kept")
     finally:
-        for p in procs:
-            p.join()
         if bar is not None:
             bar.update_counts(*counters.read())
             bar.close(None)
-    errors = [r[1] for r in reports if r[0] == "error"]
-    if errors:
-        raise SelfplayError(errors[0])
-    if len(reports) < len(procs):
-        raise SelfplayError("a worker process died; the games it finished are kept")
+    done = [value for status, value in reports if status == "ok"]
     moves, playouts, games, _ = counters.read()
-    evals = sum(r[1] for r in reports if r[0] == "ok")
-    calls = sum(r[2] for r in reports if r[0] == "ok")
-    backend = next((r[3] for r in reports if r[0] == "ok"), "")
     return SelfplaySummary(folder, len(GameStore.finished_in(folder)), games, moves,
-                           time.monotonic() - began, playouts, 0, evals, calls,
-                           f"{backend} x{len(procs)} workers")
+                           time.monotonic() - began, playouts, 0, sum(d[0] for d in done),
+                           sum(d[1] for d in done), f"{next((d[2] for d in done), '')} "
+                           f"x{len(children)} workers")
