@@ -192,3 +192,17 @@ def test_only_a_device_s_search_asks_for_the_compiled_expansion(monkeypatch):
     UCTSearch(AsyncHashEvaluator(seed=4), params(), rng=2).think(state, BLACK,
                                                                   use_clock=False)
     assert asked == [True]
+
+
+def test_a_snapshot_gives_every_root_child_as_move_info_does():
+    """stats.snapshot makes an unvisited child's MoveInfo itself (a hot path of self-play);
+    the reference is move_info, child by child, visited and unvisited alike."""
+    from leelaz.search.stats import move_info, snapshot
+
+    search = UCTSearch(HashEvaluator(seed=4), params(), rng=2)
+    search.think(position("D4 Q16 C3"), WHITE, time_limit_cs=10**6, use_clock=False)
+    root = search.root
+    visited = [c for c in root.children if c.visits]
+    assert visited and len(visited) < len(root.children)
+    got = snapshot(root, WHITE, 3).children
+    assert got == [move_info(c, WHITE) for c in root.children]

@@ -42,8 +42,11 @@ def move_info(child: UCTNode, color: int, ratio: float = 0.10) -> MoveInfo:
 
 def snapshot(root: UCTNode, color: int, move_num: int, *, move=None, playouts=0, nodes=0,
              elapsed=0.0, ratio: float = 0.10) -> SearchResult:
-    """A SearchResult of the root as it is now; children in their current order."""
-    children = [move_info(c, color, ratio) for c in root.children]
+    """A SearchResult of the root as it is now; children in their current order. Hot path
+    (every move of self-play, most of whose ~360 root children have no visits): an unvisited
+    child's MoveInfo is made here, as move_info would make it."""
+    children = [move_info(c, color, ratio) if c.visits else
+                MoveInfo(c.move, 0, 0.0, c.prior, -1e6, [c.move]) for c in root.children]
     result = SearchResult(color=color, move_num=move_num, move=move, root_visits=root.visits,
                           root_winrate=root.raw_eval(color) if root.visits else 0.5,
                           net_winrate=root.net_eval_for(color), playouts=playouts, nodes=nodes,

@@ -63,9 +63,12 @@ def prune_forced(result: SearchResult, k: float) -> SearchResult:
     best = max(range(len(children)), key=lambda i: (children[i].visits, -i))
     pruned = []
     for i, c in enumerate(children):
-        if i != best:
+        if i != best and c.visits:  # a child without visits has none to lose (most of them)
             left = max(0, c.visits - math.floor(forced_visits(c.prior, total, k)))
-            c = dataclasses.replace(c, visits=0 if left == 1 else left)
+            if left == 1:
+                left = 0
+            if left != c.visits:
+                c = dataclasses.replace(c, visits=left)
         pruned.append(c)
     return dataclasses.replace(result, children=pruned)
 
