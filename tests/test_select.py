@@ -181,3 +181,30 @@ def test_the_selectors_are_the_reference_score_and_header():
         same_scores(scores, lz_scores(node, color, 0.25, p))
         chosen = select_child(node, color, 0.25, p.c_puct, p.log_puct, p.log_const)
         assert node.children.index(chosen) == scores.index(max(scores))
+
+
+def test_a_root_selector_touches_exactly_the_children_touches_names():
+    """RootSelector.touches (the compiled core's test at `prepare`, where no selector is
+    made) names the children a new selector counts as touched: visited ones, ones with
+    virtual loss in flight, INVALID ones, in a tree with all three."""
+    from leelaz.search.select import RootSelector
+
+    state = position("Q16 D4 Q3 C16")
+    p = SearchParams(max_visits=200, batch_size=BATCH, visits_per_pending_leaf=0,
+                     timemanage="off", quiet=True)
+    run = UCTSearch(HashEvaluator(seed=5), p, rng=7).start(state, state.to_move)
+    run.prepare()
+    network = HashEvaluator(seed=5)
+    while run.root.visits < 120:
+        batch = run.collect(BATCH)
+        run.apply_evaluations(batch, network.submit(batch.states).result())
+    batch = run.collect(BATCH)  # virtual loss on its paths
+    children = run.root.children
+    unvisited = [c for c in children if not c.visits and not c.virtual_loss]
+    unvisited[-1].status = INVALID
+    selector = RootSelector(run.root)
+    named = [c for c in children if RootSelector.touches(c)]
+    assert selector.touched_children() == named
+    assert any(c.virtual_loss for c in named)
+    assert unvisited[-1] in named and any(c.visits for c in named)
+    assert len(named) < len(children)

@@ -214,11 +214,17 @@ class RootSelector:
     __slots__ = ("touched", "nodes", "untouched", "start", "offset", "fresh", "policy",
                  "scores", "scored_for", "last", "terms", "out_of_order")
 
+    @staticmethod
+    def touches(child) -> bool:
+        """Whether a new selector counts `child` as touched: it may have visits or be
+        INVALID (visits, virtual loss or INVALID now)."""
+        return bool(child.visits or child.virtual_loss or child.status == INVALID)
+
     def __init__(self, root):
         touched = []
         untouched = []
         for i, c in enumerate(root.children):
-            if c.visits or c.virtual_loss or c.status == INVALID:
+            if c.visits or c.virtual_loss or c.status == INVALID:  # touches(c), inlined
                 touched.append((i, c))
             else:
                 untouched.append((-c.prior, i, c))

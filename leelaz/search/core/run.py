@@ -392,19 +392,26 @@ class CoreRun(SearchRun):
         prepare_root(self)  # the Python search's: reuse, root evaluation, superko, noise
         self.tree = None
         self._may_switch = True  # to the core, when its kernels are ready (`run`)
-        self.root_selector = RootSelector(self.root)
+        self.root_selector = None
         if _kernels is not None:
             self._take_tree()
+        if self.tree is None:  # the Python search's batches until the core takes the tree
+            self.root_selector = RootSelector(self.root)
 
     def _take_tree(self) -> None:
         """The tree into the core's arrays (at `prepare`, or between two batches when the
-        kernels get ready); the root children the RootSelector touched stay touched."""
+        kernels get ready); the root children the RootSelector touched stay touched (at
+        `prepare`, with no selector made, those a new one would touch: a move of self-play
+        made one only for that, a sort of ~360 children)."""
         try:
             self.tree = CoreTree.from_root(self.root)
         except NotCovered:
             self._may_switch = False
             return
-        touched = {id(c) for c in self.root_selector.touched_children()}
+        if self.root_selector is not None:
+            touched = {id(c) for c in self.root_selector.touched_children()}
+        else:
+            touched = {id(c) for c in self.root.children if RootSelector.touches(c)}
         self.root_selector = None
         self._k = _module
         self._root_board = _board_rows(self.root_state.board)
