@@ -425,6 +425,34 @@ def test_sort_children_is_the_node_less_sort(seed):
         assert [c.move for c in root.children] == [c.move for c in expected]
 
 
+@pytest.mark.parametrize("seed", [31, 32, 33, 34])
+def test_best_child_is_the_first_maximum_over_every_child(seed):
+    """best_child (which looks at the visited children alone) gives std::max_element's
+    answer over all of them by node_less: unvisited children first and among the rest,
+    ties of visits, LCBs and priors, virtual loss, both colours, and no visits at all."""
+    import random
+
+    rng = random.Random(seed)
+    for color in (BLACK, WHITE):
+        for none_visited in (False, True):
+            node = UCTNode()
+            for i in range(200):
+                c = UCTNode(i, rng.choice([0.001, 0.002, 0.05, rng.random() / 10]))
+                visits = 0 if none_visited or i < 5 else rng.choice(
+                    [0, 0, 0, 0, 1, 2, 3, rng.randrange(1, 60), 40])
+                for _ in range(visits):
+                    c.update(rng.choice([0.0, 1.0, 0.5]))
+                c.virtual_loss = rng.choice([0, 0, 3])
+                node.children.append(c)
+            children = node.children
+            threshold = max(2.0, 0.1 * max(c.visits for c in children))
+            want = children[0]
+            for c in children[1:]:
+                if node_less(want, c, color, threshold):
+                    want = c
+            assert node.best_child(color, 0.1) is want
+
+
 def test_child_scores_is_child_score_of_each_child():
     """node.child_scores (the selectors' rescoring loop) is child_score child by child, to
     the last bit: visited, pending, fresh, PRUNED and INVALID children, both colours."""
