@@ -14,14 +14,15 @@
 # first is the one whose ratio the table gives: "" = the default), LZ_SETTINGS
 # (";"-separated, "" = Leela Zero's default), SECS (4), WARMUP (10: untimed lz-analyze of
 # the empty board after start-up, while our helper processes load), ROUNDS (1), GPU (0:
-# CUDA_VISIBLE_DEVICES), CORES (taskset list, default all), OUT (/tmp/analyze-out). The
+# CUDA_VISIBLE_DEVICES), CORES (taskset list, default all), TUNE (1: our OpenCL tuning
+# first; 0 where only the PyTorch default runs), OUT (/tmp/analyze-out). The
 # engines' stderr goes to $OUT/logs-$NET/, and the report ends with each of our engines'
 # network server line (its mean batch: the batch sizes the search used).
 set -u
 NET=${NET:-shipped-6x128}; OURS=${OURS-""}; SECONDS_EACH=${SECS:-4}
 LZ_SETTINGS=${LZ_SETTINGS-";-t 32 --batchsize 16;-t 64 --batchsize 32"}
 WARMUP=${WARMUP:-10}; ROUNDS=${ROUNDS:-1}; GPU=${GPU:-0}; CORES=${CORES:-}
-QUALITY=${QUALITY:-0}; LONG=${LONG:-8}
+QUALITY=${QUALITY:-0}; LONG=${LONG:-8}; TUNE=${TUNE:-1}
 OUT=${OUT:-/tmp/analyze-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 CUDA_VISIBLE_DEVICES=$GPU
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
@@ -43,8 +44,10 @@ esac
 LZ="env LD_LIBRARY_PATH=$PWD/.lzpack/lib $PWD/.lzpack/leelaz --gtp --noponder -w $W/$NET.txt"
 REPORT=$OUT/analyze-$NET.txt
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$REPORT"
-"${PIN[@]}" python3 -m leelaz --tune-only -w $W/$NET.txt > /tmp/tune-$NET.log 2>&1
-echo "our tune-only: rc $?, $SECONDS s" | tee -a "$REPORT"
+if [ "$TUNE" = 1 ]; then  # our OpenCL kernels' tuning (--backend opencl, --gpu N)
+  "${PIN[@]}" python3 -m leelaz --tune-only -w $W/$NET.txt > /tmp/tune-$NET.log 2>&1
+  echo "our tune-only: rc $?, $SECONDS s" | tee -a "$REPORT"
+fi
 args=()
 IFS=';' read -ra ours <<< "$OURS"; [ ${#ours[@]} -gt 0 ] || ours=("")
 for a in "${ours[@]}"; do args+=(--ours "python3 -m leelaz --gtp --noponder -w $W/$NET.txt $a"); done

@@ -20,17 +20,26 @@
 #           BUDGET + ZERO_EXTRA s, 24 self-play workers dealt over both GPUs; its log's
 #           games/hour against the same run's generations on one GPU.
 #
+# On a machine of one GPU the same stages measure one tree against Leela Zero's best one-GPU
+# settings: GPUS=0 OURS=";--search-processes 1" LZ_SETTINGS="-t 32 --batchsize 16;-t 64
+# --batchsize 32" SP_RUNS="0 0-15 16".
+#
 # Needs .whl/ and .lzpack/ (dev/pack_reference_gpu.sh) in the checkout (and .zero-state/ for
 # zero). Env: STAGES, NETS ("shipped-6x128 20x256 40x256"), OURS (';'-separated argument
-# sets for ours), SECS (3 s a position), RUNS (3), SP_SECS (45), SP_RUNS (';'-separated
-# "CUDA_VISIBLE_DEVICES CORES WORKERS"), ZERO_EXTRA (0), OUT. Each stage is skipped once
-# BUDGET (540 s) is spent; the logs come back as one tar.
+# sets for ours), GPUS (the analyze stage's CUDA_VISIBLE_DEVICES, "0,1"), LZ_SETTINGS (its
+# ';'-separated Leela Zero settings), SECS (3 s a position), RUNS (3), SP_SECS (45), SP_RUNS
+# (';'-separated "CUDA_VISIBLE_DEVICES CORES WORKERS"), ZERO_EXTRA (0), OUT. numba's kernels
+# of the search core are compiled before the first stage (a user's first start fills the
+# same cache). Each stage is skipped once BUDGET (540 s) is spent; the logs come back as
+# one tar.
 set -u
 STAGES=${STAGES:-"startup analyze selfplay"}; NETS=${NETS:-"shipped-6x128 20x256 40x256"}
 SECS=${SECS:-3}; RUNS=${RUNS:-3}; SP_SECS=${SP_SECS:-45}; BUDGET=${BUDGET:-540}
 SP_RUNS=${SP_RUNS:-"0 0-15 16;0 0-31 32;0,1 0-31 32"}; ZERO_EXTRA=${ZERO_EXTRA:-0}
 ONE="--search-processes 1"
-OURS=${OURS:-"$ONE --gpu 0;$ONE --gpu 1;$ONE --gpu 0 --gpu 1;$ONE --gpu 0 --gpu 1 -t 32"}
+OURS=${OURS-"$ONE --gpu 0;$ONE --gpu 1;$ONE --gpu 0 --gpu 1;$ONE --gpu 0 --gpu 1 -t 32"}
+GPUS=${GPUS:-0,1}
+LZ_SETTINGS=${LZ_SETTINGS:-"--gpu 0 -t 32 --batchsize 16;--gpu 0 --gpu 1 -t 64 --batchsize 16"}
 OUT=${OUT:-/tmp/two-gpus-out}; mkdir -p "$OUT/logs"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
@@ -45,6 +54,9 @@ left() { [ $SECONDS -lt $BUDGET ] || { echo "-- budget spent, skipping $1" | tee
 W=/tmp/nets; mkdir -p $W
 python3 -c "import gzip,shutil;shutil.copyfileobj(gzip.open('weights/leelaz-6x128.txt.gz'),\
 open('$W/shipped-6x128.txt','wb'))"
+printf 'genmove b\nquit\n' | LEELAZ_SEARCH_CORE_WAIT=1 python3 -m leelaz --gtp --cpu-only -v 50 \
+  -w $W/shipped-6x128.txt > /dev/null 2>&1
+echo "numba's kernels compiled and cached: rc $?, $SECONDS s" | tee -a $SUMMARY
 
 for stage in $STAGES; do
   left $stage || continue
@@ -74,9 +86,8 @@ EOF
     analyze)
       for net in $NETS; do
         left "analyze $net" || break
-        NET=$net GPU=0,1 SECS=$SECS WARMUP=5 OUT=$OUT/logs \
-          OURS="$OURS" \
-          LZ_SETTINGS="--gpu 0 -t 32 --batchsize 16;--gpu 0 --gpu 1 -t 64 --batchsize 16" \
+        NET=$net GPU=$GPUS SECS=$SECS WARMUP=5 OUT=$OUT/logs OURS="$OURS" \
+          LZ_SETTINGS="$LZ_SETTINGS" \
           bash dev/analyze_gpu.sh > $OUT/logs/analyze-run-$net.txt 2>&1
         grep -vE "^\s*$" $OUT/logs/analyze-$net.txt | tail -25 >> $SUMMARY
       done
