@@ -457,6 +457,26 @@ def test_leaf_hashes_are_the_python_boards_full_hashes(tygem_dir):
     assert checked > 500
 
 
+def test_batch_histories_are_each_leafs_last_eight_positions():
+    """leaf_inputs.batch_histories, one gather for a batch, against the history spelled out
+    leaf by leaf: slot j is the path's move moves - 1 - j (kept at ring slot k % 8) while
+    the path has one, then the root's history from its newest; paths of 1 to 20 moves."""
+    from leelaz.search.core.leaf_inputs import HISTORY, batch_histories
+
+    rng = np.random.default_rng(5)
+    n = 40
+    hist = rng.integers(0, 4, (n, HISTORY, 441), dtype=np.uint8)
+    root = rng.integers(0, 4, (HISTORY, 441), dtype=np.uint8)
+    moves = rng.integers(1, 21, n)
+    moves[:3] = [1, 8, 9]
+    got = batch_histories(hist, moves, root)
+    assert got.shape == (n, HISTORY * 441)
+    for i in range(n):
+        path = [hist[i, k % HISTORY] for k in range(moves[i] - 1, -1, -1)][:HISTORY]
+        want = np.concatenate(path + [root[j] for j in range(HISTORY - len(path))])
+        assert np.array_equal(got[i], want), (i, moves[i])
+
+
 def test_leaf_states_give_the_network_what_python_gamestates_give(monkeypatch, tiny_net,
                                                                    positions):
     """The same batch of leaves made both ways (core/leaf_inputs.py from the kernels'
