@@ -460,7 +460,8 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     say(identity_line(path, weights) + "\n")
     if log is not None and not cfg.quiet:
         _safe_write(stderr, f"Logging to {cfg.logfile}.\n")
-    plan = loading.choose(cfg, weights)
+    background = loading.opens_in_background(cfg)
+    plan = loading.choose(cfg, weights, import_torch=not background)
     if plan.cpu_search:
         cfg = cfg.with_(cpu_only=True)
     try:
@@ -487,20 +488,25 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
         def say_line(line: str) -> None:  # the plan's lines come without their newline
             say(line + "\n")
 
-        try:
-            network = plan.open_network(path, weights=weights, log=say_line)
-        except BackendUnavailable as exc:
-            if not plan.automatic:  # asked for by name: --backend torch
-                stderr.write(f"ERROR: {_one_line(exc)}\n")
-                return 1
-            # PyTorch was the automatic choice (a CUDA GPU) and failed: OpenCL's, as without
-            # it; the line above says so, the choice's own line is not added.
-            say(f"PyTorch unavailable ({_one_line(exc)}); using OpenCL.\n")
-            plan = replace(loading.choose(cfg, weights, torch=False), lines=())
-            if plan.cpu_search:
-                cfg = cfg.with_(cpu_only=True)
-            network = plan.open_network(path, weights=weights, log=say_line)
-    if network is not None and network.backend.name == "numpy" and not cfg.cpu_only:
+        if background and plan.backend == "torch" and plan.automatic:
+            # GTP is answered while torch starts; the first search waits for it
+            network = loading.open_in_background(cfg, plan, weights, log=say_line)
+        else:
+            try:
+                network = plan.open_network(path, weights=weights, log=say_line)
+            except BackendUnavailable as exc:
+                if not plan.automatic:  # asked for by name: --backend torch
+                    stderr.write(f"ERROR: {_one_line(exc)}\n")
+                    return 1
+                # PyTorch was the automatic choice (a CUDA GPU) and failed: OpenCL's, as
+                # without it; the line above says so, the choice's own line is not added.
+                say(loading.fallback_line(exc) + "\n")
+                plan = replace(loading.choose(cfg, weights, torch=False), lines=())
+                if plan.cpu_search:
+                    cfg = cfg.with_(cpu_only=True)
+                network = plan.open_network(path, weights=weights, log=say_line)
+    if (network is not None and not getattr(network.backend, "expected_on_gpu", False)
+            and network.backend.name == "numpy" and not cfg.cpu_only):
         # OpenCL failed after all (the line before says why): search as with --cpu-only,
         # and so do the helpers.
         cfg = cfg.with_(cpu_only=True)

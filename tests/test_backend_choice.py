@@ -28,6 +28,7 @@ def no_cuda(monkeypatch):
     engine would choose PyTorch instead (the last tests here), so CUDA is hidden."""
     from leelaz.backends import device_choice
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: False)
+    monkeypatch.setattr(device_choice, "torch_may_see_cuda", lambda: False)
 
 
 @pytest.fixture
@@ -258,8 +259,11 @@ def test_a_failed_automatic_pytorch_start_runs_on_opencls_choice(random_weights,
     def broken(*args, **kwargs):
         raise BackendUnavailable("PyTorch failed on cuda:0: CUDA out of memory")
 
+    from leelaz.nn import loading
+
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
     monkeypatch.setattr(device_choice, "_torch", broken)
+    monkeypatch.setattr(loading, "opens_in_background", lambda config: False)  # --benchmark's
     base, out, err, err_cpu = _numpy_chosen(random_weights(2, 16), 50)
     assert "PyTorch unavailable (PyTorch failed on cuda:0: CUDA out of memory); using " \
            "OpenCL." in err
@@ -267,3 +271,115 @@ def test_a_failed_automatic_pytorch_start_runs_on_opencls_choice(random_weights,
     code = run(base + ["--backend", "torch"], stdin=io.StringIO(GENMOVE),
                stdout=io.StringIO(), stderr=(named := io.StringIO()))
     assert code == 1 and "ERROR: PyTorch failed on cuda:0: CUDA out of memory" in named.getvalue()
+
+
+def test_a_deferred_backend_waits_only_when_used():
+    """backends/deferred.py: made at once while its opener runs; the opened backend's
+    capabilities and answers once used; the opener's error at every use; root parallelism
+    reads the expected device without waiting."""
+    import threading
+
+    import numpy as np
+
+    from leelaz.backends import create_backend
+    from leelaz.backends.base import BackendUnavailable
+    from leelaz.backends.deferred import DeferredBackend
+    from leelaz.nn.network import Network
+    from leelaz.root_parallel.pool import runs_on_gpu
+
+    go = threading.Event()
+
+    def opener():
+        assert go.wait(20)
+        return create_backend("random", None, seed=3, asynchronous=False)
+
+    backend = DeferredBackend(opener, weights=None, expected_on_gpu=True)
+    assert not backend.ready
+    assert runs_on_gpu(Network(None, backend)) is True  # answered while the opener waits
+    go.set()
+    planes = np.zeros((2, 18, 19, 19), np.float32)
+    want = create_backend("random", None, seed=3, asynchronous=False).forward(planes)
+    got = backend.forward(planes)
+    assert backend.ready and backend.name == "random" and backend.asynchronous is False
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert runs_on_gpu(Network(None, backend)) is False  # now the backend's own answer
+
+    def failing():
+        raise BackendUnavailable("no CUDA here")
+
+    broken = DeferredBackend(failing, weights=None, expected_on_gpu=True)
+    for _ in range(2):
+        with pytest.raises(BackendUnavailable, match="no CUDA here"):
+            broken.forward(planes)
+
+
+class _AnswersSeen(io.StringIO):
+    """stdout that lets the backend open (`go`) once `first` answers are written, and
+    remembers whether they were all written before it did."""
+
+    def __init__(self, go, first: int):
+        super().__init__()
+        self.go, self.first, self.before_open = go, first, False
+
+    def write(self, text):
+        n = super().write(text)
+        if not self.go.is_set() and self.getvalue().count("\n\n") >= self.first:
+            self.before_open = True
+            self.go.set()
+        return n
+
+
+def test_an_automatic_pytorch_opens_while_gtp_is_answered(random_weights, data_home,
+                                                        monkeypatch):
+    """Where torch may see CUDA, the start answers GTP at once and opens PyTorch in the
+    background (nn/loading.open_in_background): here the answers to protocol_version,
+    boardsize and play are written while the backend is still held back, and the genmove
+    after them, which waits for it, plays the move a start that waits plays."""
+    import threading
+
+    from leelaz.backends import create_backend, device_choice
+    from leelaz.nn import loading
+
+    go = threading.Event()
+    opened = []
+
+    def held_back(weights, *args, **kwargs):  # a GPU's stand-in: answers while Python goes on
+        opened.append(go.wait(20))
+        return create_backend("random", weights, seed=5, asynchronous=True)
+
+    monkeypatch.setattr(device_choice, "torch_may_see_cuda", lambda: True)
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
+    monkeypatch.setattr(device_choice, "_torch", held_back)
+    argv = ["-g", "--noponder", "-v", "40", "-s", "7", "-w", random_weights(2, 16)]
+    script = "protocol_version\nboardsize 19\nplay b Q16\ngenmove w\n"
+    out, err = _AnswersSeen(go, 3), io.StringIO()
+    assert run(argv, stdin=io.StringIO(script), stdout=out, stderr=err) == 0, err.getvalue()
+    assert out.before_open and opened == [True]
+    answers = out.getvalue().split("\n\n")
+    assert answers[:3] == ["= 2", "= ", "= "] and re.fullmatch(r"= [A-T]\d+", answers[3])
+    monkeypatch.setattr(loading, "opens_in_background", lambda config: False)
+    waited, _ = _session(argv, script)
+    assert waited == out.getvalue()
+
+
+def test_a_failed_pytorch_in_the_background_gives_way_to_opencls_choice(random_weights,
+                                                                         data_home,
+                                                                         monkeypatch):
+    """PyTorch opened in the background but failing (out of memory): the same line as a
+    start that waits, and the moves come from what `--backend opencl` chooses (here NumPy,
+    with its line)."""
+    from leelaz.backends import device_choice
+    from leelaz.backends.base import BackendUnavailable
+
+    def broken(*args, **kwargs):
+        raise BackendUnavailable("PyTorch failed on cuda:0: CUDA out of memory")
+
+    monkeypatch.setattr(device_choice, "torch_may_see_cuda", lambda: True)
+    monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: True)
+    monkeypatch.setattr(device_choice, "_torch", broken)
+    monkeypatch.setattr(device_choice, "preferred_backend", lambda *a: "numpy")
+    out, err = _session(["-g", "--noponder", "-v", "30", "-w", random_weights(2, 16)],
+                        GENMOVE)
+    assert "PyTorch unavailable (PyTorch failed on cuda:0: CUDA out of memory); using " \
+           "OpenCL." in err and "Initializing CPU-only evaluation." in err
+    assert re.fullmatch(r"= \n\n= \n\n= [A-T]\d+\n\n\n", out)  # + the end of input's

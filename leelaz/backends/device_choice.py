@@ -156,13 +156,19 @@ def _torch(weights: NetWeights, cpu_only: bool, gpus: list[int] | None, precisio
 NVIDIA_DRIVER_PATHS = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg")
 
 
+def torch_may_see_cuda() -> bool:
+    """NVIDIA's driver is here and PyTorch is installed: `cuda_for_torch` without importing
+    torch, for a start that opens the network in the background (nn/loading.py), where
+    that thread asks `cuda_for_torch` itself."""
+    return (any(os.path.exists(path) for path in NVIDIA_DRIVER_PATHS)
+            and importlib.util.find_spec("torch") is not None)
+
+
 def cuda_for_torch() -> bool:
     """Whether PyTorch is installed and sees CUDA. The driver is looked for first, so that a
     machine without one never pays for importing torch (a second or more, at every start of
     a CPU machine that has the `torch` extra)."""
-    if not any(os.path.exists(path) for path in NVIDIA_DRIVER_PATHS):
-        return False
-    if importlib.util.find_spec("torch") is None:
+    if not torch_may_see_cuda():
         return False
     try:
         import torch

@@ -91,11 +91,14 @@ class LoadPlan:
 
 
 def choose(config: EngineConfig, weights: NetWeights | None, *, batch_size: int | None = None,
-           torch: bool = True) -> LoadPlan:
+           torch: bool = True, import_torch: bool = True) -> LoadPlan:
     """The plan for `config` (the rule in the module docstring). `weights`: the network
     about to be opened (the race times one block of its width); None when there is none,
     which measures nothing. `batch_size`: the rows a call will carry (default: the engine's,
-    batching.search_batch_size). `torch=False`: not PyTorch by the rule (it failed)."""
+    batching.search_batch_size). `torch=False`: not PyTorch by the rule (it failed).
+    `import_torch=False`: PyTorch by the rule where NVIDIA's driver and the torch package
+    are here, without importing torch to ask it about CUDA (the engine's start, which
+    opens the network in the background: `open_in_background` asks there)."""
     batch = batch_size or search_batch_size(config)
     plan = LoadPlan(backend="opencl", gpus=tuple(config.gpus), cpu_only=config.cpu_only,
                     precision=config.precision, batch_size=batch,
@@ -110,14 +113,61 @@ def choose(config: EngineConfig, weights: NetWeights | None, *, batch_size: int 
         return replace(plan, backend="numpy")
     if config.gpus or weights is None:
         return plan
-    if (torch and config.network_backend == "auto" and not config.tune_only
-            and device_choice.cuda_for_torch()):
+    sees_cuda = device_choice.cuda_for_torch if import_torch else device_choice.torch_may_see_cuda
+    if torch and config.network_backend == "auto" and not config.tune_only and sees_cuda():
         precision = config.precision if config.precision_given else "half"
         return replace(plan, backend="torch", precision=precision, automatic=True)
     lines: list[str] = []
     kind = device_choice.preferred_backend(weights, batch, lines.append)
     return replace(plan, backend=kind, lines=tuple(lines),
                    cpu_search=kind == "numpy" and not config.tune_only)
+
+
+def fallback_line(exc: BaseException) -> str:
+    """The start-up line of an automatic PyTorch that gave way to OpenCL."""
+    return f"PyTorch unavailable ({' '.join((str(exc) or type(exc).__name__).split())}); " \
+        "using OpenCL."
+
+
+def opens_in_background(config: EngineConfig) -> bool:
+    """Whether the engine opens an automatic PyTorch while it already answers GTP
+    (`open_in_background`): at every start but --benchmark's and --tune-only's, which
+    measure or tune the network before anything else."""
+    return not config.benchmark and not config.tune_only
+
+
+def open_in_background(config: EngineConfig, plan: LoadPlan, weights: NetWeights,
+                       log=None):
+    """The engine's Network for an automatic PyTorch `plan` (`choose(...,
+    import_torch=False)`), its backend opened in a thread (backends/deferred.py): torch's
+    import, CUDA's start and the CUDA graphs (4-6 s on an H100) overlap the GUI's first
+    commands instead of delaying their answers. In the thread, as at a start that waits:
+    if torch sees no CUDA device or fails to open (a broken driver, no memory), the line of
+    `fallback_line` and what `--backend opencl` would choose (NumPy's line if that is
+    NumPy). The search keeps the GPU's batch size then. The helper search processes and
+    the network server open `plan` themselves (root_parallel/pool.py): where PyTorch fails
+    in the engine it fails there too, and their analysis answers with the error."""
+    from leelaz.backends.base import BackendUnavailable
+    from leelaz.backends.deferred import DeferredBackend
+    from leelaz.nn.network import Network
+
+    say = _sayer(plan.quiet, log)
+
+    def opener() -> Backend:
+        try:
+            if not device_choice.cuda_for_torch():
+                raise BackendUnavailable("torch sees no CUDA device")
+            return plan.open_backend(weights, log)
+        except BackendUnavailable as exc:
+            say(fallback_line(exc))
+            fallback = replace(choose(config, weights, torch=False), lines=())
+            backend = fallback.open_backend(weights, log)
+            if backend.name == "numpy":
+                say("Initializing CPU-only evaluation.")
+            return backend
+
+    backend = DeferredBackend(opener, weights=weights, expected_on_gpu=True)
+    return Network(weights, backend, seed=plan.seed, symmetric_lookups=plan.symmetric_lookups)
 
 
 def read_weights(path: str | None) -> NetWeights | None:

@@ -205,8 +205,11 @@ _CL_DEVICE_TYPE_GPU = 4
 def runs_on_gpu(network) -> bool:
     """The network's backend computes on a GPU: asynchronous (a device works while Python
     goes on) and, for OpenCL, not a CPU device, where the network is the limit as on NumPy.
-    Evaluators other than a Network (tests', benchmarks') have no backend: the host."""
+    Evaluators other than a Network (tests', benchmarks') have no backend: the host. A
+    backend still being opened answers what it is expected to be, without waiting."""
     backend = getattr(network, "backend", None)
+    if getattr(backend, "expected_on_gpu", None) is not None and not backend.ready:
+        return backend.expected_on_gpu  # still being opened (backends/deferred.py)
     if not getattr(backend, "asynchronous", False):
         return False
     kind = getattr(getattr(backend, "device", None), "type", None)
