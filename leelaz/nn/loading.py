@@ -26,6 +26,9 @@ The rule (Leela Zero 0.17's src/Leela.cpp and src/OpenCLScheduler.cpp, plus leel
   threads, its batch policy, its start-up lines).
 An automatic PyTorch that fails to open (out of memory, a broken driver) gives way to what
 `--backend opencl` would choose: the engine asks `choose(..., torch=False)` (cli._start).
+The engine opens an automatic PyTorch in the background (`open_in_background`), answering
+GTP meanwhile, and then decides on PyTorch without importing it (`import_torch=False`);
+--benchmark and --tune-only open before anything else, as everything else opens.
 """
 
 from __future__ import annotations
