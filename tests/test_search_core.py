@@ -348,6 +348,50 @@ def test_the_same_trees_after_tree_reuse(monkeypatch, tiny_net, positions):
     assert trees["compiled"] == trees["python"]
 
 
+def test_a_reused_tree_goes_into_the_arrays_child_by_child(monkeypatch, tiny_net, positions):
+    """CoreTree.from_root (bytes joined per node's compact arrays) against the tree spelled
+    out child by child, breadth first: each node's statistics and child range, each child's
+    move, prior and node row (-1 uninflated), on a Python search's tree after two moves of
+    reuse (nodes fully, partly and not inflated)."""
+    from leelaz.search.core.arrays import CoreTree
+
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=300, batch_size=8, quiet=True,
+                                                timemanage="off"), rng=3)
+    state = positions[1].copy()
+    for _ in range(2):
+        state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
+    search.think(state, state.to_move, use_clock=False)
+    nodes, rows, moves, priors, kids = [search.root], [], [], [], []
+    for u in nodes:  # grows as children are met: breadth first
+        inflated = len(u.children) if u.expanded else 0
+        count = (len(u._moves) or inflated) if u.expanded else 0
+        rows.append((u.visits, u.black_wins, u.move, u.expanded, len(moves), count, inflated))
+        for k in range(count):
+            if k < inflated:
+                c = u.children[k]
+                kids.append(len(nodes))
+                nodes.append(c)
+                moves.append(c.move)
+                priors.append(c.prior)
+            else:
+                kids.append(-1)
+                moves.append(u._moves[k])
+                priors.append(u._priors[k])
+    assert any(0 < r[6] < r[5] for r in rows) and any(r[6] == r[5] > 0 for r in rows)
+    tree = CoreTree.from_root(search.root)
+    n, m = int(tree.nodes_used[0]), int(tree.children_used[0])
+    assert (n, m) == (len(nodes), len(moves)) and tree.objects == nodes
+    got = list(zip(tree.visits[:n].tolist(), tree.wins[:n].tolist(), tree.nmove[:n].tolist(),
+                   tree.expanded[:n].tolist(), tree.first[:n].tolist(),
+                   tree.count[:n].tolist(), tree.inflated[:n].tolist()))
+    want = [(v, w, mv, e, first if e else 0, count, inf)
+            for v, w, mv, e, first, count, inf in rows]
+    assert got == want
+    assert tree.cnode[:m].tolist() == kids and tree.cmove[:m].tolist() == moves
+    assert np.array_equal(tree.cprior[:m], np.array(priors, np.float32))
+
+
 def test_time_management_prunes_the_same_children(monkeypatch, tiny_net, positions):
     """timemanage on: children that cannot catch up with the visits left are PRUNED (and
     skipped by selection) in both; the trees stay the same."""

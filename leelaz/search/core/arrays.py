@@ -31,6 +31,10 @@ _CHILD_FIELDS = (("cnode", np.int32), ("cmove", np.int16), ("cprior", np.float32
 _WATCHED = ("visits", "vl", "status", "expanded", "inflated")
 
 
+#: int32 -1 (no node row) for the most children a node has, as bytes (`from_root`).
+_NO_NODES = memoryview(np.full(362, -1, np.int32).tobytes())
+
+
 class NotCovered(Exception):
     """A tree the core does not handle yet (a memory-trimmed node): the Python search runs."""
 
@@ -73,13 +77,18 @@ class CoreTree:
     @classmethod
     def from_root(cls, root: UCTNode) -> CoreTree:
         """The tree under `root` (breadth first); raises NotCovered for a node expanded
-        under memory pressure (its deeper expansion is the Python search's)."""
+        under memory pressure (its deeper expansion is the Python search's).
+
+        Hot path (a reused tree at every move: thousands of nodes with ~250 children
+        each): a node's uninflated children go in as its compact arrays' bytes, joined
+        once for the whole tree, never as one Python value per child."""
         nodes: list[UCTNode] = [root]
         stats = []  # per node: visits, wins, m2, vl, prior, net, status, expanded, move
         firsts, counts, inflateds = [], [], []
-        cnode: list[int] = []
-        cmove: list[int] = []
-        cprior: list[float] = []
+        node_parts: list = []  # int32 bytes: a child's node row, -1 for an uninflated one
+        move_parts: list = []  # int16 bytes: the children's moves
+        prior_parts: list = []  # float32 bytes: their priors
+        m = 0  # child rows so far
         i = 0
         while i < len(nodes):
             u = nodes[i]
@@ -88,27 +97,29 @@ class CoreTree:
                 raise NotCovered("a node expanded under memory pressure")
             stats.append((u.visits, u.black_wins, u.m2, u.virtual_loss, u.prior, u.net_eval,
                           u.status, u.expanded, u.move))
-            kids = u.children
-            moves = u._moves
             if not u.expanded:
                 firsts.append(0)
                 counts.append(0)
                 inflateds.append(0)
                 continue
-            firsts.append(len(cnode))
-            counts.append(len(moves) if moves else len(kids))
-            inflateds.append(len(kids))
-            for c in kids:
-                cnode.append(len(nodes))
-                nodes.append(c)
-                cmove.append(c.move)
-                cprior.append(c.prior)
-            if moves:  # the uninflated rest, straight from the node's compact arrays
-                inflated = len(kids)
-                cnode.extend([-1] * (len(moves) - inflated))
-                cmove.extend(moves[inflated:])
-                cprior.extend(u._priors[inflated:])
-        n, m = len(nodes), len(cnode)
+            kids = u.children
+            moves = u._moves
+            inflated = len(kids)
+            count = len(moves) if moves else inflated
+            firsts.append(m)
+            counts.append(count)
+            inflateds.append(inflated)
+            m += count
+            if inflated:
+                node_parts.append(array("i", range(len(nodes), len(nodes) + inflated)))
+                move_parts.append(array("h", [c.move for c in kids]))
+                prior_parts.append(array("f", [c.prior for c in kids]))
+                nodes += kids
+            if count > inflated:  # the uninflated rest, straight from the compact arrays
+                node_parts.append(_NO_NODES[:4 * (count - inflated)])
+                move_parts.append(moves[inflated:] if inflated else moves)
+                prior_parts.append(u._priors[inflated:] if inflated else u._priors)
+        n = len(nodes)
         tree = cls(max(1024, 2 * n), max(16384, 2 * m))
         cols = list(zip(*stats))
         for name, col in zip(("visits", "wins", "m2", "vl", "prior", "net", "status",
@@ -118,9 +129,9 @@ class CoreTree:
         tree.count[:n] = counts
         tree.inflated[:n] = inflateds
         if m:
-            tree.cnode[:m] = cnode
-            tree.cmove[:m] = cmove
-            tree.cprior[:m] = cprior
+            tree.cnode[:m] = np.frombuffer(b"".join(node_parts), np.int32)
+            tree.cmove[:m] = np.frombuffer(b"".join(move_parts), np.int16)
+            tree.cprior[:m] = np.frombuffer(b"".join(prior_parts), np.float32)
         tree.nodes_used[0] = n
         tree.children_used[0] = m
         tree.objects = nodes
