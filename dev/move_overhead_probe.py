@@ -69,7 +69,8 @@ def main() -> None:
         after.append(ended - MARKS["last batch"])
         print(f"move {120 + i}: {1e3 * (ended - began):.1f} ms, {search.playouts} playouts, "
               f"root {search.root.visits} visits; before the first batch "
-              f"{1e3 * before[-1]:.1f} ms, after the last {1e3 * after[-1]:.1f} ms")
+              f"{1e3 * before[-1]:.1f} ms, after the last {1e3 * after[-1]:.1f} ms (the "
+              f"core's write-back {1e3 * MARKS.get('write-back', 0.0):.1f} ms)")
         state.play(state.to_move, result.move)
         if hasattr(search, "release_discarded"):  # the GTP loop's, after the reply
             search.release_discarded()

@@ -392,6 +392,32 @@ def test_a_reused_tree_goes_into_the_arrays_child_by_child(monkeypatch, tiny_net
     assert np.array_equal(tree.cprior[:m], np.array(priors, np.float32))
 
 
+def test_tree_statistics_on_the_arrays_are_the_walks(monkeypatch, tiny_net, positions):
+    """core/kernels.tree_stats (a genmove's `average depth` and `non leaf nodes` lines)
+    counts what stats.tree_stats_counts counts walking the UCTNodes, on trees the core grew
+    from real positions with and without reuse; a run without the core's tree gives None."""
+    from leelaz.search.run import Progress
+
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    assert core_run.kernels(wait=True) is not None
+    checked = 0
+    for state in positions:
+        search = UCTSearch(tiny_net(), SearchParams(max_visits=500, batch_size=8, quiet=True,
+                                                    timemanage="off"), rng=3)
+        state = state.copy()
+        for _ in range(2):
+            run, limits = search.start_move(state, state.to_move)
+            run.prepare()
+            run.run(limits, Progress())
+            assert isinstance(run, core_run.CoreRun) and run.tree is not None
+            got = core_run.tree_stats_counts(run, run.root)
+            assert got == stats.tree_stats_counts(run.root) and got[1] > 10
+            checked += 1
+            state.play(state.to_move, search.finish(run).move)
+    assert checked == 2 * len(positions)
+    assert core_run.tree_stats_counts(object(), search.root) is None
+
+
 def test_time_management_prunes_the_same_children(monkeypatch, tiny_net, positions):
     """timemanage on: children that cannot catch up with the visits left are PRUNED (and
     skipped by selection) in both; the trees stay the same."""

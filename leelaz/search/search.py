@@ -386,13 +386,14 @@ class UCTSearch:
         self.root = run.root  # a new tree after a komi change (dynamic komi)
 
     # ------------------------------------------------------------------ reports
-    def _dump_stats(self, root: UCTNode, color: int) -> None:
-        """The ` -> ` lines and the tree statistics (none when the best child is unvisited)."""
+    def _dump_stats(self, root: UCTNode, color: int, run: SearchRun | None = None) -> None:
+        """The ` -> ` lines and the tree statistics (none when the best child is unvisited),
+        the latter counted on the compiled core's arrays when `run` has them."""
         if self.params.quiet:
             return
         lines = stats.dump_stats_lines(root, color, self.params.lcb_min_visit_ratio)
         if lines:
-            lines += stats.tree_stats_lines(root)
+            lines += stats.tree_stats_lines(root, core.tree_stats_counts(run, root))
         for line in lines:
             self.log(line)
 
@@ -403,7 +404,7 @@ class UCTSearch:
         root, root_state, color = self.report_root(self.root, True), run.root_state, run.color
         root.sort_children(color, p.lcb_min_visit_ratio)
         self.log("\n")
-        self._dump_stats(root, color)
+        self._dump_stats(root, color, run)
         elapsed = time.monotonic() - run.start
         elapsed_cs = int(elapsed * 100)
         self.log(f"{root.visits} visits, {self.nodes} nodes, {self.playouts} playouts, "

@@ -1,6 +1,7 @@
 """Reading a tree: principal variations, SearchResult snapshots and Leela Zero's stderr reports.
 
-Owns: `principal_variation`, `snapshot`, `count_nodes`, `dump_stats_lines`, `tree_stats_lines`.
+Owns: `principal_variation`, `snapshot`, `count_nodes`, `dump_stats_lines`, `tree_stats_lines`
+(and its `tree_stats_counts`).
 Imports: game.coords, search.node, search.result.
 
 The stderr texts are byte-for-byte Leela Zero's (GUIs such as Lizzie and GoReviewPartner scrape
@@ -92,8 +93,12 @@ def dump_stats_lines(root: UCTNode, color: int, ratio: float = 0.10) -> list[str
     return lines
 
 
-def tree_stats_lines(root: UCTNode) -> list[str]:
-    """Average and maximum depth over all child slots, non-leaf count, average children."""
+def tree_stats_counts(root: UCTNode) -> tuple[int, int, int, int, int]:
+    """What `tree_stats_lines` reports, by a walk over the tree (Leela Zero's tree_stats in
+    src/UCTSearch.cpp): the child slots counted as nodes (an unvisited one at its parent's
+    depth + 1), the nodes with more than one visit, the sum and maximum of the depths, the
+    visited children. The compiled core counts the same on its arrays
+    (core/kernels.tree_stats)."""
     nodes = non_leaf = depth_sum = max_depth = children_count = 0
     stack = [(root, 0)]
     while stack:
@@ -113,6 +118,13 @@ def tree_stats_lines(root: UCTNode) -> list[str]:
             nodes += unvisited
             depth_sum += unvisited * (depth + 1)
             max_depth = max(max_depth, depth + 1)
+    return nodes, non_leaf, depth_sum, max_depth, children_count
+
+
+def tree_stats_lines(root: UCTNode, counts: tuple | None = None) -> list[str]:
+    """Average and maximum depth over all child slots, non-leaf count, average children
+    (`counts`: `tree_stats_counts(root)`'s, when already known)."""
+    nodes, non_leaf, depth_sum, max_depth, children_count = counts or tree_stats_counts(root)
     lines = []
     if nodes:
         lines.append(f"{depth_sum / nodes:.1f} average depth, {max_depth} max depth\n")

@@ -31,6 +31,12 @@ _CHILD_FIELDS = (("cnode", np.int32), ("cmove", np.int16), ("cprior", np.float32
 _WATCHED = ("visits", "vl", "status", "expanded", "inflated")
 
 
+#: How much a tier grows when it runs out, and the room `from_root` leaves: a move at a GPU's
+#: speed adds about as many nodes as it reused, each growth copies the tier and touches new
+#: pages (about 6 ms at a few million child rows), and rows not yet used cost address space
+#: only. Doubling grew the tiers 2-3 times a move (12 times in a first move).
+GROWTH = 4
+
 #: int32 -1 (no node row) for the most children a node has, as bytes (`from_root`).
 _NO_NODES = memoryview(np.full(362, -1, np.int32).tobytes())
 
@@ -55,10 +61,11 @@ class CoreTree:
                                      for name in _WATCHED)
 
     def reserve(self, nodes: int, children: int) -> None:
-        """Room for `nodes` more node rows and `children` more child rows (doubling)."""
+        """Room for `nodes` more node rows and `children` more child rows (GROWTH times
+        the rows there are, when they run out)."""
         need = int(self.nodes_used[0]) + nodes
         if need > len(self.visits):
-            size = max(need, 2 * len(self.visits))
+            size = max(need, GROWTH * len(self.visits))
             for name, _ in _NODE_FIELDS:
                 old = getattr(self, name)
                 new = np.empty(size, old.dtype)  # rows are written before they are read
@@ -66,7 +73,7 @@ class CoreTree:
                 setattr(self, name, new)
         need = int(self.children_used[0]) + children
         if need > len(self.cnode):
-            size = max(need, 2 * len(self.cnode))
+            size = max(need, GROWTH * len(self.cnode))
             for name, _ in _CHILD_FIELDS:
                 old = getattr(self, name)
                 new = np.empty(size, old.dtype)
@@ -120,7 +127,7 @@ class CoreTree:
                 move_parts.append(moves[inflated:] if inflated else moves)
                 prior_parts.append(u._priors[inflated:] if inflated else u._priors)
         n = len(nodes)
-        tree = cls(max(1024, 2 * n), max(16384, 2 * m))
+        tree = cls(max(1024, GROWTH * n), max(16384, GROWTH * m))
         cols = list(zip(*stats))
         for name, col in zip(("visits", "wins", "m2", "vl", "prior", "net", "status",
                               "expanded", "nmove"), cols):
@@ -188,18 +195,25 @@ class CoreTree:
         spans = zip(expanded.tolist(), self.first[expanded].tolist(),
                     self.count[expanded].tolist(), self.inflated[expanded].tolist())
         empty_moves, empty_priors = array("h"), array("f")
-        cnode, cmove, cprior = self.cnode, self.cmove, self.cprior
+        cnode = self.cnode
+        # Each node's compact arrays straight from the tiers' bytes (one copy each: most
+        # changed rows are new leaves with ~250 children and none inflated)
+        move_bytes = memoryview(self.cmove).cast("B")
+        prior_bytes = memoryview(self.cprior).cast("B")
         for nd, lo, k, inf in spans:
             u = objects[nd]
             u.expanded = True
             u.psa_ratio = 0.0
-            u.children = [objects[c] for c in cnode[lo:lo + inf].tolist()]
+            u.children = [objects[c] for c in cnode[lo:lo + inf].tolist()] if inf else []
             if inf < k:
-                u._moves = array("h", cmove[lo:lo + k].tobytes())
-                u._priors = array("f", cprior[lo:lo + k].tobytes())
+                u._moves = moves = array("h")
+                moves.frombytes(move_bytes[2 * lo:2 * (lo + k)])
+                u._priors = priors = array("f")
+                priors.frombytes(prior_bytes[4 * lo:4 * (lo + k)])
             else:
                 u._moves = empty_moves
                 u._priors = empty_priors
+        del move_bytes, prior_bytes  # the tiers may grow (reserve) once these are gone
         self._remember_written()
         return objects[0]
 

@@ -648,3 +648,49 @@ def attach(n, keys, winrates, vlw, visits, wins, m2, vl, net, expanded, first, c
     for i in range(n):
         _backup(paths[i], lengths[i], values[i], vlw, visits, wins, m2, vl)
     return made
+
+
+@njit(cache=CACHE, nogil=True)
+def tree_stats(n, visits, expanded, first, count, inflated, cnode):
+    """search/stats.tree_stats_counts on the arrays (node 0 the root, `n` node rows): the
+    child slots counted as nodes, the nodes with more than one visit, the sum and maximum
+    of the slots' depths, the visited children. tests/test_search_core.py checks it
+    against the walk over the UCTNodes."""
+    stack = np.empty(max(n, 1), np.int64)
+    depths = np.empty(max(n, 1), np.int64)
+    stack[0] = 0
+    depths[0] = 0
+    sp = 1
+    nodes = 0
+    non_leaf = 0
+    depth_sum = 0
+    max_depth = 0
+    children = 0
+    while sp > 0:
+        sp -= 1
+        nd = stack[sp]
+        d = depths[sp]
+        nodes += 1
+        if visits[nd] > 1:
+            non_leaf += 1
+        depth_sum += d
+        if d > max_depth:
+            max_depth = d
+        if not expanded[nd]:
+            continue
+        unvisited = count[nd] - inflated[nd]
+        for j in range(first[nd], first[nd] + inflated[nd]):
+            c = cnode[j]
+            if visits[c] > 0:
+                children += 1
+                stack[sp] = c
+                depths[sp] = d + 1
+                sp += 1
+            else:
+                unvisited += 1
+        if unvisited > 0:
+            nodes += unvisited
+            depth_sum += unvisited * (d + 1)
+            if d + 1 > max_depth:
+                max_depth = d + 1
+    return nodes, non_leaf, depth_sum, max_depth, children
