@@ -418,6 +418,50 @@ def test_tree_statistics_on_the_arrays_are_the_walks(monkeypatch, tiny_net, posi
     assert core_run.tree_stats_counts(object(), search.root) is None
 
 
+def test_root_contention_on_the_arrays_is_prune_noncontenders():
+    """core/kernels.root_contention against search/timemanage.prune_noncontenders on made-up
+    root children (visits from none to past the t table, wins, M2, some INVALID or PRUNED):
+    the same count and, when pruning, the same statuses, for both colours and several
+    playouts left."""
+    from leelaz.search.core.run import _quantiles
+    from leelaz.search.node import UCTNode
+    from leelaz.search.select import ACTIVE, INVALID, PRUNED
+    from leelaz.search.timemanage import prune_noncontenders
+
+    kernels = core_run.kernels(wait=True)
+    rng = random.Random(4)
+    for trial in range(300):
+        k = rng.randint(1, 40)
+        root = UCTNode()
+        root.expanded = True
+        for i in range(k):
+            c = UCTNode(i, rng.random())
+            c.visits = rng.choice([0, 0, 1, 2, 3, rng.randint(1, 50), rng.randint(1, 3000)])
+            c.black_wins = c.visits * rng.random()
+            c.m2 = rng.random() * c.visits / 4 + 1e-4
+            c.status = rng.choice([ACTIVE] * 6 + [PRUNED, INVALID])
+            root.children.append(c)
+        root.visits = sum(c.visits for c in root.children) + 1
+        rows = np.arange(1, k + 1)
+        cnode = np.concatenate(([0] * 5, rows)).astype(np.int32)  # the range starts at 5
+        visits = np.array([root.visits] + [c.visits for c in root.children], np.int64)
+        wins = np.array([0.0] + [c.black_wins for c in root.children])
+        m2 = np.array([1e-4] + [c.m2 for c in root.children])
+        for color in (BLACK, 1 - BLACK):
+            for left in (0, rng.randint(0, 100), rng.randint(0, 5000)):
+                for prune in (False, True):
+                    status = np.array([0] + [c.status for c in root.children], np.int8)
+                    before = [c.status for c in root.children]
+                    want = prune_noncontenders(root, color, left, prune)
+                    got = kernels.root_contention(color != BLACK, left, prune, 5, k, cnode,
+                                                  visits, wins, m2, status,
+                                                  _quantiles(int(root.visits)))
+                    assert got == want, (trial, color, left, prune)
+                    assert status[1:].tolist() == [c.status for c in root.children]
+                    for c, st in zip(root.children, before):
+                        c.status = st
+
+
 def test_time_management_prunes_the_same_children(monkeypatch, tiny_net, positions):
     """timemanage on: children that cannot catch up with the visits left are PRUNED (and
     skipped by selection) in both; the trees stay the same."""

@@ -108,6 +108,14 @@ def _solve(df: int) -> float:
     return _bisect(df)
 
 
+def t_quantiles(top: int) -> "np.ndarray":
+    """float64 [top + 1]: t_quantile(df) for df = 0..top (top at most TABLE_SIZE), as the
+    compiled core reads them (core/kernels.root_contention); each value computed once."""
+    import numpy as np
+
+    return np.array([t_quantile(df) for df in range(min(top, TABLE_SIZE) + 1)], np.float64)
+
+
 def t_quantile(df: int) -> float:
     """One-sided Student-t critical value for ALPHA; df below 1 counts as 1, above 1000 as 1000."""
     df = 1 if df < 1 else (TABLE_SIZE if df > TABLE_SIZE else df)

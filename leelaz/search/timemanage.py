@@ -167,8 +167,8 @@ class EarlyStop:
         """False when the search should stop early: at most one contender is left and the
         time saved can be banked (or the mode is `fast`). Prints `%.1fs left, stopping
         early.` when that saves more than half a second."""
-        root, color, mode = run.root, run.color, self.mode
-        prune = mode != "no_pruning"
+        root, color = run.root, run.color
+        prune = self.mode != "no_pruning"
         selector = run.root_selector
         if prune or selector is None:
             pruned = prune_noncontenders(root, color, left, prune)
@@ -177,8 +177,14 @@ class EarlyStop:
             if two_contenders_by_visits(touched, left):
                 return True  # nothing was pruned: pruned_some stays False
             pruned = count_noncontenders(touched, selector.untouched_left(), color, left)
-        self.pruned_some = prune and pruned > 0
-        if pruned < len(root.children) - 1:
+        return self.decide(run, limits, elapsed_cs, pruned)
+
+    def decide(self, run, limits, elapsed_cs: int, pruned: int) -> bool:
+        """have_alternate_moves once the non-contenders are counted (`pruned`; the compiled
+        core counts them on its arrays, core/kernels.root_contention)."""
+        mode, color = self.mode, run.color
+        self.pruned_some = mode != "no_pruning" and pruned > 0
+        if pruned < len(run.root.children) - 1:
             return True
         tc = run.root_state.time_control
         cannot_bank = tc is not None and not tc.can_accumulate_time(color)

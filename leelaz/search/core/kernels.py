@@ -68,6 +68,7 @@ EMPTY = 2
 INVAL = 3
 PASS = -1
 ACTIVE = 0
+PRUNED = 1
 INVALID = 2
 MAX_PASSES = 4
 M2_START = 1e-4
@@ -694,3 +695,54 @@ def tree_stats(n, visits, expanded, first, count, inflated, cnode):
             if d + 1 > max_depth:
                 max_depth = d + 1
     return nodes, non_leaf, depth_sum, max_depth, children
+
+
+@njit(cache=CACHE, nogil=True)
+def root_contention(white, left, prune, lo, inflated, cnode, visits, wins, m2, status, tq):
+    """search/timemanage.prune_noncontenders on the arrays: the root's inflated children
+    (node rows cnode[lo:lo + inflated]), `white` the side searched for, `tq[df]` the
+    t quantile of search/lcb.py for df = 0..len(tq) - 1 (the last for all larger). Returns
+    the number of non-contenders and, when `prune`, marks them PRUNED and the others ACTIVE
+    (INVALID children are left alone). The same comparisons in the same float64
+    arithmetic; tests/test_search_core.py checks it against the Python function."""
+    top = len(tq) - 1
+    n_first = 0
+    lcb_max = 0.0
+    for j in range(lo, lo + inflated):
+        nd = cnode[j]
+        if status[nd] == INVALID:
+            continue
+        n = visits[nd]
+        if n:
+            if n > n_first:
+                n_first = n
+            if n >= 2:
+                q = wins[nd] / n
+                if white:
+                    q = 1.0 - q
+                df = n - 1 if n - 1 < top else top
+                lcb = q - tq[df] * math.sqrt(m2[nd] / (n - 1) / n)
+                if lcb > lcb_max:
+                    lcb_max = lcb
+    min_required = n_first - left
+    pruned = 0
+    for j in range(lo, lo + inflated):
+        nd = cnode[j]
+        st = status[nd]
+        if st == INVALID:
+            continue
+        n = visits[nd]
+        if n >= min_required:
+            contender = True
+        elif n:
+            q = wins[nd] / n
+            contender = (1.0 - q if white else q) >= lcb_max
+        else:
+            contender = False
+        if not contender:
+            pruned += 1
+        if prune:
+            new = ACTIVE if contender else PRUNED
+            if new != st:
+                status[nd] = new
+    return pruned

@@ -56,6 +56,7 @@ import numpy as np
 from leelaz.game.coords import ALL_VERTICES, BLACK, WHITE
 from leelaz.search.core.arrays import CoreTree, NotCovered
 from leelaz.search.core.leaf_inputs import HISTORY, LeafInputs
+from leelaz.search.lcb import TABLE_SIZE, t_quantiles
 from leelaz.search import run as search_run
 from leelaz.search.node import RootSelector
 from leelaz.search.root import prepare_root
@@ -298,6 +299,8 @@ def _warm_up() -> None:
     t = run.tree
     _module.tree_stats(int(t.nodes_used[0]), t.visits, t.expanded, t.first, t.count,
                        t.inflated, t.cnode)  # a genmove's statistics (search._dump_stats)
+    _module.root_contention(True, 0, True, int(t.first[0]), int(t.inflated[0]), t.cnode,
+                            t.visits, t.wins, t.m2, t.status, _quantiles(2))  # time management
 
 
 def tree_stats_counts(run, root) -> tuple | None:
@@ -571,30 +574,6 @@ class CoreRun(SearchRun):
         root.black_wins = float(t.wins[0])
         root.m2 = float(t.m2[0])
 
-    def _sync_root_children(self) -> None:
-        """Copy the root children's statistics into their UCTNodes (time management reads
-        them), then their statuses back after it (it prunes)."""
-        t = self.tree
-        lo, inf = int(t.first[0]), int(t.inflated[0])
-        rows = t.cnode[lo:lo + inf]
-        objects = t.objects
-        for nd, visits, wins, m2, status in zip(rows.tolist(), t.visits[rows].tolist(),
-                                                t.wins[rows].tolist(), t.m2[rows].tolist(),
-                                                t.status[rows].tolist()):
-            u = objects[nd]
-            u.visits = visits
-            u.black_wins = wins
-            u.m2 = m2
-            u.status = status
-        self._sync_root()
-
-    def _statuses_back(self) -> None:
-        t = self.tree
-        objects = t.objects[1:len(self.root.children) + 1]
-        rows = [nd for nd, u in enumerate(objects, start=1) if u is not None]
-        if rows:
-            t.status[rows] = [objects[nd - 1].status for nd in rows]
-
     # ------------------------------------------------------------------ one batch
     def _buffers(self, limit: int) -> _Buffers:
         i = self._next_buffers
@@ -765,22 +744,38 @@ class CoreRun(SearchRun):
 
 
 class _SyncedEarlyStop:
-    """timemanage.EarlyStop reading the core's root children (synced into their UCTNodes
-    when it looks at them) and writing its pruning back."""
+    """timemanage.EarlyStop on the core's root children: the non-contenders counted (and
+    pruned) on the arrays by kernels.root_contention, then EarlyStop's own decision. Why:
+    after every batch of a search's second half, copying ~360 root children into their
+    UCTNodes and back for the Python count was a quarter of a self-play process's time."""
 
     def __init__(self, inner):
         self.inner = inner  # (no reference to the run: no cycle for the collector)
 
     def keep_searching(self, run, limits, elapsed_cs) -> bool:
-        core = run
         inner = self.inner
-        if core.tree is None or inner.mode == "off":
+        t = run.tree
+        if t is None or inner.mode == "off":
             return inner.keep_searching(run, limits, elapsed_cs)
         left = playouts_left(run, limits, elapsed_cs)
         if run.root.visits - 1 <= left and not inner.pruned_some:
             return True  # EarlyStop's own fast path: no child is looked at
-        core._sync_root_children()
-        keep = self.inner.keep_searching(run, limits, elapsed_cs)
-        core._statuses_back()
-        return keep
+        lo, inflated = int(t.first[0]), int(t.inflated[0])
+        pruned = _kernels.root_contention(run.color != BLACK, left,
+                                          inner.mode != "no_pruning", lo, inflated, t.cnode,
+                                          t.visits, t.wins, t.m2, t.status,
+                                          _quantiles(int(t.visits[0])))
+        return inner.decide(run, limits, elapsed_cs, pruned)
+
+
+_T_QUANTILES = np.zeros(0)
+
+
+def _quantiles(visits: int) -> np.ndarray:
+    """lcb.t_quantiles up to what `visits` root visits need (grown as searches grow)."""
+    global _T_QUANTILES
+    top = min(visits, TABLE_SIZE)
+    if len(_T_QUANTILES) <= top:
+        _T_QUANTILES = t_quantiles(max(top, 2 * len(_T_QUANTILES)))
+    return _T_QUANTILES
 
