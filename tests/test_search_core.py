@@ -564,18 +564,19 @@ def test_leaf_hashes_are_the_python_boards_full_hashes(tygem_dir):
                         break  # the other colour's move would not be legal here
                     board.play_move(color, v)
                     kernels.play(*rows, 0, color, v, delta)
-                    got = leaf_hashes(root, searched, rows[5], np.array([length]))
+                    got = leaf_hashes(kernels, root, searched, rows[5], np.array([length]))
                     assert got == [board.hash], (start, searched, length)
                     checked += 1
                     color = 1 - color
     assert checked > 500
 
 
-def test_batch_histories_are_each_leafs_last_eight_positions():
-    """leaf_inputs.batch_histories, one gather for a batch, against the history spelled out
-    leaf by leaf: slot j is the path's move moves - 1 - j (kept at ring slot k % 8) while
-    the path has one, then the root's history from its newest; paths of 1 to 20 moves."""
-    from leelaz.search.core.leaf_inputs import HISTORY, batch_histories
+def test_leaf_histories_are_each_leafs_last_eight_positions():
+    """kernels.leaf_histories, the core's copy of a batch's input histories, against the
+    history spelled out leaf by leaf: slot j is the path's move moves - 1 - j (kept at ring
+    slot k % 8) while the path has one, then the root's history from its newest; paths of 1
+    to 20 moves."""
+    from leelaz.search.core.leaf_inputs import HISTORY
 
     rng = np.random.default_rng(5)
     n = 40
@@ -583,12 +584,12 @@ def test_batch_histories_are_each_leafs_last_eight_positions():
     root = rng.integers(0, 4, (HISTORY, 441), dtype=np.uint8)
     moves = rng.integers(1, 21, n)
     moves[:3] = [1, 8, 9]
-    got = batch_histories(hist, moves, root)
-    assert got.shape == (n, HISTORY * 441)
+    got = np.empty((n, HISTORY, 441), np.uint8)
+    core_run.kernels(wait=True).leaf_histories(n, hist, moves + 1, root, got)
     for i in range(n):
         path = [hist[i, k % HISTORY] for k in range(moves[i] - 1, -1, -1)][:HISTORY]
         want = np.concatenate(path + [root[j] for j in range(HISTORY - len(path))])
-        assert np.array_equal(got[i], want), (i, moves[i])
+        assert np.array_equal(got[i].reshape(-1), want), (i, moves[i])
 
 
 def test_leaf_states_give_the_network_what_python_gamestates_give(monkeypatch, tiny_net,

@@ -746,3 +746,35 @@ def root_contention(white, left, prune, lo, inflated, cnode, visits, wins, m2, s
             if new != st:
                 status[nd] = new
     return pruned
+
+
+@njit(cache=CACHE, nogil=True)
+def leaf_histories(n, hist, lengths, root_rows, out):
+    """core/leaf_inputs.LeafInputs.states: each of the batch's `n` leaves' input history into
+    `out[i]` (HISTORY mailboxes, newest first): the path's moves from its descent's ring
+    `hist[i]` (move k at slot k % HISTORY) while the path has them, then the root's own
+    history `root_rows` from its newest. tests/test_search_core.py checks it against the
+    history spelled out leaf by leaf."""
+    for i in range(n):
+        moves = lengths[i] - 1
+        count = moves if moves < HISTORY else HISTORY
+        for j in range(HISTORY):
+            if j < count:
+                out[i, j, :] = hist[i, (moves - 1 - j) % HISTORY, :]
+            else:
+                out[i, j, :] = root_rows[j - count, :]
+
+
+@njit(cache=CACHE, nogil=True)
+def leaf_hashes(n, meta, lengths, base, first_flip, ko_terms, pass_terms, black_prisoners,
+                white_prisoners, black_to_move, out):
+    """core/leaf_inputs.leaf_hashes' formula for the batch's `n` leaves into `out` (uint64):
+    the root's hash less its own terms (`base`), then each leaf's ko point, passes,
+    stones-only hash and prisoners terms, and Black-to-move once per flip of the side."""
+    for i in range(n):
+        h = (base ^ ko_terms[meta[i, KO]] ^ pass_terms[meta[i, PASSES]]
+             ^ np.uint64(meta[i, KO_HASH]) ^ black_prisoners[meta[i, PRISONERS]]
+             ^ white_prisoners[meta[i, PRISONERS + 1]])
+        if (lengths[i] - 2 + first_flip) & 1:
+            h ^= black_to_move
+        out[i] = h

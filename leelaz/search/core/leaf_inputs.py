@@ -84,13 +84,20 @@ def _root_terms(root_board, root_color: int) -> tuple[int, int]:
     return base, 1 if b.to_move == root_color else 0
 
 
-def leaf_hashes(root_board, root_color: int, meta: np.ndarray,
+def leaf_hashes(kernels, root_board, root_color: int, meta: np.ndarray,
                 lengths: np.ndarray) -> list[int]:
     """The full hash (Board.hash) of each leaf: `meta` its board's kernel meta rows, `lengths`
     its path's nodes (the moves played are one fewer), from the root board `root_board`
-    searched for `root_color` (the module docstring's formula)."""
+    searched for `root_color` (the module docstring's formula), by the core's `kernels`."""
     base, first_flip = _root_terms(root_board, root_color)
-    return batch_hashes(base, first_flip, meta, lengths)
+    out = np.empty(len(lengths), np.uint64)
+    _hash_leaves(kernels, len(lengths), meta, lengths, base, first_flip, out)
+    return out.tolist()
+
+
+def _hash_leaves(kernels, n, meta, lengths, base, first_flip, out) -> None:
+    kernels.leaf_hashes(n, meta, lengths, np.uint64(base), first_flip, _KO_TERMS, _PASS_TERMS,
+                        _PRISONER_TERMS[0], _PRISONER_TERMS[1], np.uint64(BLACK_TO_MOVE), out)
 
 
 class LeafInputs:
@@ -108,6 +115,7 @@ class LeafInputs:
         squares += [_INVAL_SQUARE] * (HISTORY - len(squares))
         self.root_rows = np.frombuffer(b"".join(squares),
                                        dtype=np.uint8).reshape(HISTORY, NUM_VERTICES)
+        self._hashes_out = np.empty(32, np.uint64)
 
     @classmethod
     def for_root(cls, root_state, root_color: int, evaluator) -> LeafInputs | None:
@@ -121,51 +129,26 @@ class LeafInputs:
             return None
         return cls(root_state, root_color)
 
-    def states(self, buf, n: int) -> list[tuple]:
+    def states(self, buf, n: int, kernels) -> list[tuple]:
         """The batch's leaves as the run's (path, state, kind) triples (no path: the core
         keeps it in `buf`). Hot path: the hashes and the input histories are made for the
-        whole batch at once (`batch_hashes`, `batch_histories`); only the LeafStates are
-        made one by one."""
-        lengths = buf.lengths[:n]
-        hashes = batch_hashes(self.base, self.first_flip, buf.meta[:n], lengths)
-        joined = batch_histories(buf.hist[:n], lengths - 1, self.root_rows)
+        whole batch by the core's `kernels` (kernels.leaf_hashes, leaf_histories: a
+        self-play game's batch is a handful of leaves, too few for NumPy's calls to pay);
+        only the LeafStates are made one by one."""
+        out = self._hashes_out
+        if len(out) < n:
+            out = self._hashes_out = np.empty(max(n, 2 * len(out)), np.uint64)
+        _hash_leaves(kernels, n, buf.meta, buf.lengths, self.base, self.first_flip, out)
+        rows = np.empty((n, HISTORY, NUM_VERTICES), np.uint8)
+        kernels.leaf_histories(n, buf.hist, buf.lengths, self.root_rows, rows)
         base_move = self.move_num - 1  # a leaf's moves are its path's nodes less one
         return [(None, LeafState(h, to_move, base_move + length, row.tobytes()), _LEAF)
-                for h, to_move, length, row in zip(hashes, buf.colors[:n].tolist(),
-                                                    lengths.tolist(), joined)]
+                for h, to_move, length, row in zip(out[:n].tolist(), buf.colors[:n].tolist(),
+                                                    buf.lengths[:n].tolist(), rows)]
 
 
-#: The Zobrist tables as arrays, for `batch_hashes` (the same 64-bit values).
+#: The Zobrist tables as arrays, for kernels.leaf_hashes (the same 64-bit values).
 _KO_TERMS = np.array(ZOBRIST_KO, dtype=np.uint64)
 _PASS_TERMS = np.array(ZOBRIST_PASS, dtype=np.uint64)
 _PRISONER_TERMS = (np.array(ZOBRIST_PRIS[BLACK], dtype=np.uint64),
                    np.array(ZOBRIST_PRIS[WHITE], dtype=np.uint64))
-
-
-def batch_hashes(base: int, first_flip: int, meta: np.ndarray, lengths: np.ndarray) -> list:
-    """`leaf_hashes` after the root's terms: the module docstring's formula for a whole batch
-    in NumPy's uint64 arithmetic (`meta`: the leaves' kernel meta rows, ko point, passes,
-    stones-only hash, Black's and White's prisoners; `lengths`: their paths' nodes)."""
-    h = (_KO_TERMS[meta[:, 0]] ^ _PASS_TERMS[meta[:, 1]]
-         ^ meta[:, 2].astype(np.uint64) ^ _PRISONER_TERMS[0][meta[:, 3]]
-         ^ _PRISONER_TERMS[1][meta[:, 4]] ^ np.uint64(base))
-    flips = ((lengths - 2 + first_flip) & 1).astype(bool)  # moves - 1 flips, plus the first
-    h[flips] ^= np.uint64(BLACK_TO_MOVE)
-    return h.tolist()
-
-
-def batch_histories(hist: np.ndarray, moves: np.ndarray, root_rows: np.ndarray) -> np.ndarray:
-    """uint8 [n, HISTORY * 441]: each leaf's input history, newest first, as
-    `LeafState.joined_history` holds it. `hist[i]` is leaf i's ring of the mailboxes its
-    descent made (move k of the path at slot k % HISTORY), `moves[i]` the moves it played,
-    `root_rows` the root's own history as a leaf sees it (HISTORY mailboxes, newest first):
-    slot j of a leaf is its path's move moves - 1 - j while the path has one, then the
-    root's history from its newest. One gather for the batch."""
-    n = len(moves)
-    slot = np.arange(HISTORY)
-    count = np.minimum(moves, HISTORY)[:, None]
-    from_path = slot < count
-    ring = np.arange(n)[:, None] * HISTORY + (moves[:, None] - 1 - slot) % HISTORY
-    rows = np.where(from_path, ring, n * HISTORY + slot - count)
-    source = np.concatenate((hist.reshape(n * HISTORY, NUM_VERTICES), root_rows))
-    return source[rows].reshape(n, HISTORY * NUM_VERTICES)

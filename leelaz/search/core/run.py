@@ -254,6 +254,7 @@ class _Uniform:
     """The warm-up's evaluator: a uniform policy and an even value, at once."""
 
     asynchronous = False
+    reads_boards_before = 0  # its leaves are LeafInputs' (kernels.leaf_hashes, leaf_histories)
 
     def evaluate(self, states, symmetry=None):
         policy = np.full(362, 1.0 / 362, dtype=np.float32)
@@ -609,7 +610,7 @@ class CoreRun(SearchRun):
         if not leaves_n:
             leaves = []
         elif self._leaf_inputs is not None:
-            leaves = self._leaf_inputs.states(buf, leaves_n)
+            leaves = self._leaf_inputs.states(buf, leaves_n, self._k)
         else:
             leaves = self._python_states(buf, leaves_n)
         batch = CoreBatch(leaves, done, 0.0)
