@@ -525,7 +525,10 @@ def _start(cfg: EngineConfig, stdin, stdout, stderr, log) -> int:
     if problem:
         stderr.write(f"ERROR: {problem}\n")
         return 1
-    return engine.run(stdin)
+    try:
+        return engine.run(stdin)
+    finally:
+        loading.wait_for_background(network)  # a quit while PyTorch still opens
 
 
 #: The position Leela Zero's --benchmark searches (Leela.cpp benchmark()): White to move.

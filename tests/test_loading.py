@@ -40,6 +40,7 @@ def data_home(tmp_path, monkeypatch):
 
 def _rule(monkeypatch, cuda: bool, race: str) -> None:
     monkeypatch.setattr(device_choice, "cuda_for_torch", lambda: cuda)
+    monkeypatch.setattr(device_choice, "torch_may_see_cuda", lambda: cuda)
     monkeypatch.setattr(device_choice, "preferred_backend",
                         lambda weights, batch, say: say(f"the race: {race}") or race)
 

@@ -26,6 +26,19 @@ import threading
 from leelaz.backends.base import Backend, NetWeights
 
 
+#: The openers still running: a quit (or any exit) waits for them, so that the interpreter
+#: is never torn down under torch's import or CUDA's start.
+_OPENING: set[threading.Thread] = set()
+
+
+def _wait_for_openers() -> None:
+    for thread in list(_OPENING):
+        thread.join()
+
+
+atexit.register(_wait_for_openers)
+
+
 class DeferredBackend(Backend):
     """The backend `opener()` returns, opened in a daemon thread begun at construction."""
 
@@ -37,16 +50,20 @@ class DeferredBackend(Backend):
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._open, args=(opener,),
                                         name="leelaz-backend-open", daemon=True)
+        _OPENING.add(self._thread)
         self._thread.start()
-        # A quit during the opening waits for it: the interpreter is never torn down under
-        # torch's import or CUDA's start.
-        atexit.register(self._thread.join)
 
     def _open(self, opener) -> None:
         try:
             self._backend = opener()
         except BaseException as exc:  # noqa: BLE001 - handed to every caller (`opened`)
             self._error = exc
+        finally:
+            _OPENING.discard(self._thread)
+
+    def wait(self) -> None:
+        """Until the opener is done, whatever it gave (the engine's quit waits so)."""
+        self._thread.join()
 
     @property
     def ready(self) -> bool:

@@ -173,6 +173,16 @@ def open_in_background(config: EngineConfig, plan: LoadPlan, weights: NetWeights
     return Network(weights, backend, seed=plan.seed, symmetric_lookups=plan.symmetric_lookups)
 
 
+def wait_for_background(network) -> None:
+    """The engine's end: a network still opening in the background (`open_in_background`)
+    is waited for, so the opener's thread never outlives its engine."""
+    from leelaz.backends.deferred import DeferredBackend
+
+    backend = getattr(network, "backend", None)
+    if isinstance(backend, DeferredBackend):
+        backend.wait()
+
+
 def read_weights(path: str | None) -> NetWeights | None:
     """The NetWeights at `path` (None without a path); raises OSError or ValueError
     (WeightsError names the file and line). Parsed networks are cached between starts
