@@ -29,14 +29,16 @@ from conftest import requires  # noqa: E402
 requires("numba")  # a dependency; a broken install skips here, strict mode fails
 
 from leelaz.backends import create_backend  # noqa: E402
+from leelaz.backends.numpy_backend import NumpyBackend  # noqa: E402
 from leelaz.backends.weights import load_weights  # noqa: E402
 from leelaz.game.board import Board  # noqa: E402
 from leelaz.game.coords import BLACK, EMPTY, PASS  # noqa: E402
 from leelaz.game.sgf import parse_game  # noqa: E402
 from leelaz.game.sgf_replay import state_from_sgf  # noqa: E402
 from leelaz.nn.cache import NNCache  # noqa: E402
+from leelaz.nn.features import SYMMETRIC_POINTS  # noqa: E402
 from leelaz.nn.network import Network  # noqa: E402
-from leelaz.search import stats  # noqa: E402
+from leelaz.search import merge, stats  # noqa: E402
 from leelaz.search.core import run as core_run  # noqa: E402
 from leelaz.search.params import SearchParams  # noqa: E402
 from leelaz.search.search import UCTSearch  # noqa: E402
@@ -613,7 +615,8 @@ def test_leaf_states_give_the_network_what_python_gamestates_give(monkeypatch, t
             n = len(batch.leaves)
             if not n:
                 continue
-            fast = [leaf[1] for leaf in batch.leaves]
+            assert batch.histories is not None  # the Network takes the arrays
+            fast = batch.states  # the arrays as LeafStates
             slow = [leaf[1] for leaf in run._python_states(batch.buffers, n)]
             syms = [i % 8 for i in range(n)]
             assert packed_inputs(fast, syms) == packed_inputs(slow, syms)
@@ -626,6 +629,114 @@ def test_leaf_states_give_the_network_what_python_gamestates_give(monkeypatch, t
             assert [s.move_num for s in fast] == [s.move_num for s in slow]
             run.submit(batch)
             run.core_apply(batch)
+
+
+def test_the_networks_answers_for_arrays_are_its_answers_for_states(tiny_net, positions):
+    """Network.submit_histories (a batch as the core's arrays) against Network.submit (the
+    same batch as GameStates of Python Boards): the same policies and winrates, bit for bit,
+    with the same random symmetries drawn, a fixed one, cache hits among misses, and the
+    same cache afterwards; through the packed inputs and through the planes."""
+    from leelaz.nn.network import cache_key
+
+    for packed in (False, True):
+        for state in positions[:3]:
+            search = UCTSearch(tiny_net(), SearchParams(max_visits=400, batch_size=16,
+                                                        quiet=True), rng=3)
+            run = core_run.CoreRun.replacing(search.start(state))
+            run.prepare()
+            for step in range(4):
+                batch = run.core_collect(16)
+                n = len(batch.leaves)
+                if not n:
+                    continue
+                slow = [leaf[1] for leaf in run._python_states(batch.buffers, n)]
+                by_states, by_arrays = tiny_net(), tiny_net()
+                for net in (by_states, by_arrays):
+                    net._rng = random.Random(step)  # the same symmetries drawn
+                    if packed:
+                        net.backend.__class__ = _PackedNumpy
+                    net.evaluate(slow[::3])  # some hits in the cache
+                symmetry = None if step % 2 else step
+                evals = by_states.submit(slow, symmetry).result()
+                answer = by_arrays.submit_histories(*batch.histories,
+                                                    symmetry=symmetry).result()
+                assert len(answer) == n
+                assert np.array_equal(answer.policies, np.stack([e.policy for e in evals]))
+                assert answer.winrates.tolist() == [e.winrate for e in evals]
+                assert by_arrays.evaluations == by_states.evaluations
+                for st in slow:
+                    a = by_arrays.cache.lookup(cache_key(st))
+                    b = by_states.cache.lookup(cache_key(st))
+                    assert np.array_equal(a.policy, b.policy) and a.winrate == b.winrate
+                run.submit(batch)
+                run.core_apply(batch)
+
+
+class _PackedNumpy(NumpyBackend):
+    """The NumPy backend taking packed positions, as a GPU's does (planes made here)."""
+
+    @property
+    def accepts_packed_inputs(self):
+        return True
+
+    def submit_packed(self, packed, batch):
+        from leelaz.backends.base import PACKED_ROW
+
+        boxes = np.frombuffer(packed, np.uint8, batch * PACKED_ROW).reshape(batch, 8, 441)
+        pairs = np.frombuffer(packed, np.uint8, 2 * batch, batch * PACKED_ROW)
+        planes = np.zeros((batch, 18, 361), np.float32)
+        for i in range(batch):
+            side, sym = int(pairs[2 * i]), int(pairs[2 * i + 1])
+            colours = boxes[i][:, SYMMETRIC_POINTS[sym]]
+            planes[i, :8] = colours == side
+            planes[i, 8:16] = colours == 1 - side
+            planes[i, 16 + side] = 1
+        return self.submit(planes.reshape(batch, 18, 19, 19))
+
+
+def test_progress_reports_on_the_arrays_are_the_uctnodes(monkeypatch, tiny_net, positions):
+    """core/report.snapshot and root_report (the arrays, kernels.principal_variations)
+    against stats.snapshot and merge.root_report of the tree written back, field by field
+    and exactly, after every batch
+    of pipelined searches on real positions, with a batch's virtual loss in flight, with and
+    without noise, for both colours."""
+    from leelaz.search.core import report
+    from leelaz.search.run import Limits, Progress
+
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    compared = 0
+    for noise in (False, True):
+        for state in positions:
+            search = UCTSearch(tiny_net(), SearchParams(max_visits=600, batch_size=16,
+                                                        quiet=True, noise=noise), rng=5)
+            run = core_run.CoreRun.replacing(search.start(state))
+            run.prepare()
+            run.begin(Limits(600, 600, 10**9), Progress())
+            in_flight = None
+            for _ in range(30):
+                batch = run.core_collect(16)
+                if batch.leaves:
+                    run.submit(batch)
+                if in_flight is not None:
+                    run.core_apply(in_flight)
+                in_flight = batch if batch.leaves else None
+                t = run.tree
+                fast = report.snapshot(t, run._k, run.color, state.move_num,
+                                       core_run._quantiles(int(t.visits[0])),
+                                       run.params.lcb_min_visit_ratio, playouts=3, nodes=4,
+                                       elapsed=1.5)
+                run._write_back()
+                slow = stats.snapshot(run.root, run.color, state.move_num, playouts=3,
+                                      nodes=4, elapsed=1.5,
+                                      ratio=run.params.lcb_min_visit_ratio)
+                assert fast == slow
+                compared += sum(1 for c in slow.children if len(c.pv) > 2)
+                fast_report = report.root_report(t, run._k, run.color,
+                                                 core_run._quantiles(int(t.visits[0])))
+                assert fast_report == merge.root_report(run.root, run.color)
+            if in_flight is not None:
+                run.core_apply(in_flight)
+    assert compared > 100  # long principal variations were compared
 
 
 def test_area_score_is_the_python_boards(positions):

@@ -4,10 +4,11 @@ Owns: the plane order (`planes_from_colours`, the one place that lays the planes
 it `input_planes(state) -> uint8 [18, 361]`, the one encoding used by the network, the
 training recorder and the trainer (training/supervised.history_planes), `input_planes_batch`,
 the same for a batch (what `Network` uses), and `packed_inputs`, the positions for a backend
-that builds the planes on its device. The layout's numbers (history length, planes, the packed
-row) are the backend seam's contract, backends/base.py, which also hands them to the OpenCL
-kernels as #defines: both sides of the seam read them there, since backends/ may not import
-nn/. Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots and the symmetry
+that builds the planes on its device; `planes_from_histories` and `packed_histories` are the
+same two for positions given as arrays of mailboxes (the compiled search's leaves). The
+layout's numbers (history length, planes, the packed row) are the backend seam's contract,
+backends/base.py, which also hands them to the OpenCL kernels as #defines: both sides of the
+seam read them there, since backends/ may not import nn/. Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots and the symmetry
 table), backends.base (the layout's numbers).
 
 Planes 0-7: the stones of the side to move NOW, at the positions 0..7 moves ago; planes 8-15:
@@ -136,20 +137,28 @@ def packed_inputs(states, symmetries) -> bytes:
 
 def _history_colours(states, symmetries) -> np.ndarray:
     """uint8 [n, 8, 361]: the colours of each state's last 8 positions (newest first), in the
-    input order of its row's symmetry; a position before the history is all INVAL.
-
-    The rows are joined grouped by symmetry, so each group is one contiguous gather (at most
-    8 for any batch) and one reordering puts the rows back."""
+    input order of its row's symmetry; a position before the history is all INVAL."""
     n = len(states)
+    mailboxes = np.frombuffer(_joined_histories(states), dtype=np.uint8)
+    return colours_from_mailboxes(mailboxes.reshape(n, HISTORY, NUM_VERTICES), symmetries)
+
+
+def colours_from_mailboxes(mailboxes: np.ndarray, symmetries) -> np.ndarray:
+    """uint8 [n, 8, 361] from mailboxes uint8 [n, 8, 441] (each row's last 8 positions,
+    newest first): each row's points in the input order of its symmetry (`symmetries`, one
+    0..7 a row, or None for the identity).
+
+    The rows are gathered grouped by symmetry, so each group is one gather (at most 8 for
+    any batch) and one reordering puts the rows back."""
+    n = len(mailboxes)
     if symmetries is None:
-        mailboxes = np.frombuffer(_joined_histories(states), dtype=np.uint8)
-        return mailboxes.reshape(n, HISTORY, NUM_VERTICES)[:, :, POINTS]
+        return mailboxes[:, :, POINTS]
     groups: dict[int, list[int]] = {}
     for row, s in enumerate(symmetries):
         groups.setdefault(s, []).append(row)
-    order = [row for rows in groups.values() for row in rows]
-    mailboxes = np.frombuffer(_joined_histories([states[row] for row in order]),
-                              dtype=np.uint8).reshape(n, HISTORY, NUM_VERTICES)
+    if len(groups) > 1:
+        order = [row for rows in groups.values() for row in rows]
+        mailboxes = mailboxes[order]
     colours = np.empty((n, HISTORY, NUM_INTERSECTIONS), dtype=np.uint8)
     start = 0
     for s, rows in groups.items():
@@ -158,11 +167,29 @@ def _history_colours(states, symmetries) -> np.ndarray:
         np.take(mailboxes[start:end], SYMMETRIC_POINTS[s], axis=2, out=colours[start:end],
                 mode="wrap")
         start = end
-    if len(groups) == 1:
+    if len(groups) <= 1:
         return colours
     back = np.empty(n, dtype=np.intp)
     back[order] = np.arange(n)
     return colours[back]
+
+
+def packed_histories(histories: np.ndarray, to_move, symmetries) -> bytes:
+    """`packed_inputs` for positions given as arrays (the compiled search's leaves, which
+    have no GameState): histories uint8 [n, 8, 441] (each row's last 8 mailboxes, newest
+    first, INVAL before the history), to_move and symmetries one a row. No network komi."""
+    pairs = bytearray(2 * len(histories))
+    pairs[0::2] = bytes(to_move)
+    pairs[1::2] = bytes(symmetries)
+    return np.ascontiguousarray(histories, dtype=np.uint8).tobytes() + bytes(pairs)
+
+
+def planes_from_histories(histories: np.ndarray, to_move: np.ndarray, symmetries,
+                          out: np.ndarray) -> np.ndarray:
+    """`input_planes_batch` for positions given as arrays (see `packed_histories`): out
+    [n, 18, 361] filled and returned."""
+    colours = colours_from_mailboxes(histories, symmetries)
+    return planes_from_colours(colours, np.asarray(to_move, dtype=np.uint8), out)
 
 
 def _joined_histories(states) -> bytes:

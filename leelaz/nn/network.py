@@ -30,10 +30,13 @@ from leelaz.backends.weights import load_weights
 from leelaz.game.coords import NUM_INTERSECTIONS, WHITE
 from leelaz.memory import MAX_CACHE_ENTRIES
 from leelaz.nn.cache import NNCache
-from leelaz.nn.features import input_planes_batch, packed_inputs
+from leelaz.nn.features import (input_planes_batch, packed_histories, packed_inputs,
+                                planes_from_histories)
 from leelaz.nn.symmetry import (NUM_SYMMETRIES, remap_cached_policy, symmetry_hashes_batch,
                                 untransform_policies)
 
+#: A policy's entries: the 361 points, then pass.
+POLICY_SIZE = NUM_INTERSECTIONS + 1
 #: Symmetric cache look-ups only while move_num < this: LZ's opening_moves(19) / 2 = (361/6)/2.
 SYMMETRIC_LOOKUP_MOVES = (NUM_INTERSECTIONS // 6) // 2
 AVERAGE = "average"
@@ -179,20 +182,62 @@ class Network:
         return states, syms, pending
 
     def _decode(self, states, syms, logits, values) -> list[Evaluation]:
-        """Softmax, undo each row's symmetry, average the rows of a state, fix the value's side.
+        """Softmax, undo each row's symmetry, average the rows of a state, fix the value's
+        side: `decode_rows` for GameStates, one Evaluation each."""
+        per = len(syms) // len(states)
+        white = [state.to_move == WHITE for state in states] if self.version == 2 else None
+        policies, values = self.decode_rows(syms, logits, values, per, white)
+        return [Evaluation(policy, value) for policy, value in zip(policies, values.tolist())]
+
+    def decode_rows(self, syms, logits, values, per: int = 1, white=None):
+        """(policies float32 [n, 362] read-only, winrates float64 [n]) from the backend's
+        rows: softmax, each row's symmetry undone, a state's `per` consecutive rows averaged,
+        a version-2 (Black's) value turned into the side to move's (`white`: a flag per
+        state, needed for version 2 only).
 
         Hot path: whole-batch numpy, in the same float64 operations as one row at a time."""
         policies = untransform_policies(softmax(logits), syms)
         values = np.asarray(values, dtype=np.float64).reshape(-1)
-        per = len(syms) // len(states)
         if per > 1:
             policies, values = _average_rows(policies, values, per)
         if self.version == 2:  # version 2 gives Black's chance
-            white = np.array([state.to_move == WHITE for state in states])
-            values = np.where(white, 1.0 - values, values)
+            values = np.where(np.asarray(white, dtype=bool), 1.0 - values, values)
         policies = policies.astype(np.float32)
         policies.setflags(write=False)  # rows shared with the cache: copy before changing one
-        return [Evaluation(policy, value) for policy, value in zip(policies, values.tolist())]
+        return policies, values
+
+    def submit_histories(self, hashes, to_move, histories, symmetry: int | None = None,
+                         write_cache: bool = True) -> PendingRows:
+        """`submit` for positions given as arrays instead of GameStates (the compiled
+        search's leaves, search/core/leaf_inputs.py): `hashes` their full board hashes (the
+        cache keys), `to_move` uint8 [n], `histories` uint8 [n, 8, 441] (each one's last 8
+        mailboxes, newest first, INVAL before the game). No network komi, no mirrored cache
+        lookups (`reads_boards_before` says from which move number a caller may use this);
+        symmetry None (a random one each, drawn as `submit` draws them) or one 0..7.
+        `.result()` gives `BatchEvaluations`, arrays instead of one Evaluation a position.
+
+        Why: on a GPU one tree's host time went to a Python object per leaf, made by the
+        search and taken apart again here; a batch stays in the arrays the search's kernels
+        made, from its descent to the expansion."""
+        lookup = self.cache.lookup
+        hits = [lookup(h) for h in hashes]
+        todo = [i for i, hit in enumerate(hits) if hit is None]
+        pending = None
+        if todo:
+            m = len(todo)
+            if m < len(hits):
+                to_move, histories = to_move[todo], histories[todo]
+            syms = [s for (s,) in self._symmetries(m, symmetry)]
+            if self.backend.accepts_packed_inputs:  # the device builds the planes
+                pending = self.backend.submit_packed(
+                    packed_histories(histories, to_move, syms), m)
+            else:
+                planes = np.empty((m, 18, NUM_INTERSECTIONS), dtype=np.float32)
+                planes_from_histories(histories, to_move, syms, planes)
+                pending = self.backend.submit(planes.reshape(m, 18, 19, 19))
+            self.evaluations += m
+            pending = (syms, np.asarray(to_move), pending)
+        return PendingRows(self, hashes, hits, todo, pending, write_cache)
 
     # ------------------------------------------------------------------ memory figures
     def set_cache_size(self, entries: int) -> None:
@@ -241,6 +286,66 @@ class PendingEvaluations:
                 if self._write_cache:
                     insert(cache_key(self._states[i]), ev)
         return self._results
+
+
+class BatchEvaluations:
+    """A batch's evaluations as arrays (`Network.submit_histories`): `policies` float32
+    [n, 362] (read-only; row i is position i's policy in board index order, 361 = pass) and
+    `winrates` float64 [n] (the side to move's)."""
+
+    __slots__ = ("policies", "winrates")
+
+    def __init__(self, policies: np.ndarray, winrates: np.ndarray):
+        self.policies = policies
+        self.winrates = winrates
+
+    def __len__(self) -> int:
+        return len(self.winrates)
+
+
+class PendingRows:
+    """A `submit_histories` batch under way: `result()` waits for the backend, decodes,
+    caches (once) and puts the cache hits' rows among the rest."""
+
+    def __init__(self, network: Network, hashes, hits, todo, pending, write_cache: bool):
+        self._network = network
+        self._hashes = hashes
+        self._hits = hits
+        self._todo = todo
+        self._pending = pending
+        self._write_cache = write_cache
+        self._answer: BatchEvaluations | None = None
+
+    def result(self) -> BatchEvaluations:
+        if self._answer is not None:
+            return self._answer
+        net, hits, todo = self._network, self._hits, self._todo
+        n = len(hits)
+        policies = winrates = None
+        if self._pending is not None:
+            syms, to_move, pending = self._pending
+            self._pending = None
+            logits, values = pending.result()
+            white = to_move == WHITE if net.version == 2 else None
+            policies, winrates = net.decode_rows(syms, logits, values, 1, white)
+            if self._write_cache:
+                insert, hashes = net.cache.insert, self._hashes
+                for i, policy, winrate in zip(todo, policies, winrates.tolist()):
+                    insert(hashes[i], Evaluation(policy, winrate))
+        if len(todo) < n:  # cache hits: their rows put in place
+            full = np.empty((n, POLICY_SIZE), dtype=np.float32)
+            rates = np.empty(n, dtype=np.float64)
+            for i, hit in enumerate(hits):
+                if hit is not None:
+                    full[i] = hit.policy
+                    rates[i] = hit.winrate
+            if todo:
+                full[todo] = policies
+                rates[todo] = winrates
+            full.setflags(write=False)
+            policies, winrates = full, rates
+        self._answer = BatchEvaluations(policies, winrates)
+        return self._answer
 
 
 def komi_key(stm_komi: float) -> int:

@@ -174,9 +174,7 @@ def _search(conn, search, seq: int, state, params) -> bool:
             msg = conn.recv()
             if msg[0] == "report":
                 run = search.current
-                if run is not None and not _send(conn, "report", seq,
-                                                 root_report(run.current_root(),
-                                                             run.color)):
+                if run is not None and not _send(conn, "report", seq, run.root_report()):
                     going["on"] = False
             elif msg[0] == "quit" or (msg[0] == "stop" and msg[1] == seq):
                 going["on"] = False

@@ -158,6 +158,9 @@ class MultiTreeSearch(UCTSearch):
             helper.read()
             helper.ask()  # answered after its current batch: read at the next report
 
+    def merges_reports(self) -> bool:
+        return bool(self._job)
+
     def report_root(self, root, final: bool):
         """The own root merged with the helpers' reports as `gather_reports` left them: their
         last ones at the end of a call (`final`), else their latest. Only reads."""

@@ -63,7 +63,7 @@ from typing import Callable
 from leelaz.batching import leaves_to_collect
 from leelaz.memory import min_psa_ratio, tree_bytes
 from leelaz.game.coords import BLACK, PASS
-from leelaz.search import stats, timemanage
+from leelaz.search import merge, stats, timemanage
 from leelaz.search.expansion import (expand_batch, legal_points, pass_allowed,
                                      request_compiled)
 from leelaz.search.node import UCTNode, backup
@@ -135,6 +135,7 @@ class SearchRun:
         self.rng = search.rng
         self.log = search.log
         self.report_root = search.report_root
+        self.merges_reports = search.merges_reports
         self.gather_reports = search.gather_reports
         self.root: UCTNode = search.root
         self.root_state = root_state
@@ -568,6 +569,11 @@ class SearchRun:
                               playouts=self.playouts, nodes=self.nodes,
                               elapsed=time.monotonic() - self.start,
                               ratio=self.params.lcb_min_visit_ratio)
+
+    def root_report(self):
+        """search/merge.root_report of the tree now (a helper search process's report to
+        the engine, root_parallel/helper.py)."""
+        return merge.root_report(self.current_root(), self.color)
 
     def log_playouts(self) -> None:
         if self.params.quiet:

@@ -338,6 +338,11 @@ class UCTSearch:
         where several search processes (root_parallel/pool.py) poll their helpers, or stop
         them at the end of a call, for `report_root` to read."""
 
+    def merges_reports(self) -> bool:
+        """Whether `report_root` now gives more than the tree's own root (other processes'
+        trees merged in), so that a report must read the UCTNodes."""
+        return False
+
     def report_root(self, root: UCTNode, final: bool) -> UCTNode:
         """The root that reports (progress, statistics) and the move choice read: the tree's
         own. The seam for several search processes (root_parallel/pool.py), which merges

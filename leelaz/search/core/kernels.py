@@ -16,6 +16,8 @@ Each is the deliberate compiled copy of the Python reference, which stays the au
   core/leaf_inputs.py),
   and each path position's mailbox for the leaf's input planes;
 - area scoring: `Board.area_counts` (src/FastBoard.cpp calc_reach_color);
+- a progress report's reading of the tree: `UCTNode.best_child`, `node_less` and
+  `stats.principal_variation` (`best_child`, `principal_variations`; core/report.py);
 - expansion: `expansion.expand_batch` / `children_of` and `pass_allowed` (src/UCTNode.cpp
   create_children);
 - the collection loop and backup: `SearchRun.collect` / `_descend` and `node.backup`.
@@ -746,6 +748,97 @@ def root_contention(white, left, prune, lo, inflated, cnode, visits, wins, m2, s
             if new != st:
                 status[nd] = new
     return pruned
+
+
+@njit(cache=CACHE, nogil=True, inline="always")
+def _worse(a, b, white, threshold, visits, wins, m2, vl, prior, tq):
+    """search/node.node_less (src/UCTNode.cpp NodeComp): is node row `a` worse than `b`
+    for the side `white` says? The same comparisons in the same float64 arithmetic."""
+    na = visits[a]
+    nb = visits[b]
+    if na > threshold and nb > threshold:
+        top = len(tq) - 1
+        qa = wins[a] / na
+        qb = wins[b] / nb
+        if white:
+            qa = 1.0 - qa
+            qb = 1.0 - qb
+        la = qa - tq[na - 1 if na - 1 < top else top] * math.sqrt(m2[a] / (na - 1) / na)
+        lb = qb - tq[nb - 1 if nb - 1 < top else top] * math.sqrt(m2[b] / (nb - 1) / nb)
+        if la != lb:
+            return la < lb
+    if na != nb:
+        return na < nb
+    if na == 0:
+        return prior[a] < prior[b]
+    ta = na + vl[a]
+    tb = nb + vl[b]
+    if white:
+        ea = 1.0 - (wins[a] + vl[a]) / ta
+        eb = 1.0 - (wins[b] + vl[b]) / tb
+    else:
+        ea = wins[a] / ta
+        eb = wins[b] / tb
+    return ea < eb
+
+
+@njit(cache=CACHE, nogil=True)
+def best_child(nd, white, ratio, expanded, first, inflated, cnode, visits, wins, m2, vl,
+               prior, tq):
+    """search/node.UCTNode.best_child on the arrays: the node row of node `nd`'s best
+    inflated child for the side `white` says (the first maximum of NodeComp among the
+    visited ones, or among all when none is visited), -1 without inflated children."""
+    if not expanded[nd] or inflated[nd] == 0:
+        return -1
+    lo = first[nd]
+    hi = lo + inflated[nd]
+    max_visits = 0
+    for j in range(lo, hi):
+        v = visits[cnode[j]]
+        if v > max_visits:
+            max_visits = v
+    threshold = max(2.0, ratio * max_visits)
+    best = -1
+    for j in range(lo, hi):
+        c = cnode[j]
+        if max_visits > 0 and visits[c] == 0:
+            continue
+        if best < 0:
+            best = c
+        elif _worse(best, c, white, threshold, visits, wins, m2, vl, prior, tq):
+            best = c
+    return best
+
+
+@njit(cache=CACHE, nogil=True)
+def principal_variations(white, ratio, expanded, first, inflated, cnode, visits, wins, m2,
+                         vl, prior, nmove, tq, pv, lengths):
+    """search/stats.principal_variation below each of the root's inflated children (the
+    root is node row 0 and `white` its side to move): row k of `pv` gets the moves of the
+    best-child chain below child k, `lengths[k]` how many (0 for an unvisited child).
+    Returns the root's best child (its node row; -1 without one), or -2 when a chain is
+    longer than `pv` has room for (the caller then reads the tree the slow way)."""
+    lo = first[0]
+    room = pv.shape[1]
+    for k in range(inflated[0]):
+        nd = cnode[lo + k]
+        length = 0
+        if visits[nd] > 0:
+            side = not white
+            while True:
+                b = best_child(nd, side, ratio, expanded, first, inflated, cnode, visits,
+                               wins, m2, vl, prior, tq)
+                if b < 0 or visits[b] == 0:
+                    break
+                if length == room:
+                    return -2
+                pv[k, length] = nmove[b]
+                length += 1
+                nd = b
+                side = not side
+        lengths[k] = length
+    return best_child(0, white, ratio, expanded, first, inflated, cnode, visits, wins, m2,
+                      vl, prior, tq)
 
 
 @njit(cache=CACHE, nogil=True)

@@ -129,22 +129,33 @@ class LeafInputs:
             return None
         return cls(root_state, root_color)
 
-    def states(self, buf, n: int, kernels) -> list[tuple]:
-        """The batch's leaves as the run's (path, state, kind) triples (no path: the core
-        keeps it in `buf`). Hot path: the hashes and the input histories are made for the
-        whole batch by the core's `kernels` (kernels.leaf_hashes, leaf_histories: a
-        self-play game's batch is a handful of leaves, too few for NumPy's calls to pay);
-        only the LeafStates are made one by one."""
+    def histories(self, buf, n: int, kernels) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The batch's `n` leaves as arrays: (full hashes, side to move uint8 [n], input
+        histories uint8 [n, 8, 441], newest first), what an evaluator's `submit_histories`
+        takes (nn/network.py). Hot path: made for the whole batch by the core's `kernels`
+        (kernels.leaf_hashes, leaf_histories: a self-play game's batch is a handful of
+        leaves, too few for NumPy's calls to pay)."""
         out = self._hashes_out
         if len(out) < n:
             out = self._hashes_out = np.empty(max(n, 2 * len(out)), np.uint64)
         _hash_leaves(kernels, n, buf.meta, buf.lengths, self.base, self.first_flip, out)
         rows = np.empty((n, HISTORY, NUM_VERTICES), np.uint8)
         kernels.leaf_histories(n, buf.hist, buf.lengths, self.root_rows, rows)
+        return out[:n].tolist(), buf.colors[:n].astype(np.uint8), rows
+
+    def states(self, buf, n: int, kernels) -> list[tuple]:
+        """The batch's leaves as the run's (path, state, kind) triples (no path: the core
+        keeps it in `buf`), for an evaluator that takes GameStates only: `histories` made
+        into one LeafState a leaf."""
+        return self.as_states(self.histories(buf, n, kernels), buf.lengths[:n])
+
+    def as_states(self, histories, lengths) -> list[tuple]:
+        """`histories`' leaves as (None, LeafState, kind) triples, `lengths` their paths'."""
+        hashes, to_move, rows = histories
         base_move = self.move_num - 1  # a leaf's moves are its path's nodes less one
-        return [(None, LeafState(h, to_move, base_move + length, row.tobytes()), _LEAF)
-                for h, to_move, length, row in zip(out[:n].tolist(), buf.colors[:n].tolist(),
-                                                    buf.lengths[:n].tolist(), rows)]
+        return [(None, LeafState(h, side, base_move + length, row.tobytes()), _LEAF)
+                for h, side, length, row in zip(hashes, to_move.tolist(), lengths.tolist(),
+                                                rows)]
 
 
 #: The Zobrist tables as arrays, for kernels.leaf_hashes (the same 64-bit values).

@@ -55,6 +55,7 @@ import numpy as np
 
 from leelaz.game.coords import ALL_VERTICES, BLACK, WHITE
 from leelaz.search.core.arrays import CoreTree, NotCovered
+from leelaz.search.core import report as core_report
 from leelaz.search.core.leaf_inputs import HISTORY, LeafInputs
 from leelaz.search.lcb import TABLE_SIZE, t_quantiles
 from leelaz.search import run as search_run
@@ -302,6 +303,7 @@ def _warm_up() -> None:
                        t.inflated, t.cnode)  # a genmove's statistics (search._dump_stats)
     _module.root_contention(True, 0, True, int(t.first[0]), int(t.inflated[0]), t.cnode,
                             t.visits, t.wins, t.m2, t.status, _quantiles(2))  # time management
+    core_report.snapshot(t, _module, BLACK, 0, _quantiles(2), 0.1)  # progress reports
 
 
 def tree_stats_counts(run, root) -> tuple | None:
@@ -381,9 +383,20 @@ class _Buffers:
 
 
 class CoreBatch(LeafBatch):
-    """A LeafBatch whose leaves' paths live in `buffers` (node rows)."""
+    """A LeafBatch whose leaves' paths live in `buffers` (node rows). For an evaluator that
+    takes arrays (`submit_histories`), `histories` holds the leaves (LeafInputs.histories)
+    and `leaves` is only their count, `range(n)`: no object is made a leaf."""
 
-    __slots__ = ("buffers",)
+    __slots__ = ("buffers", "histories", "inputs")
+
+    @property
+    def states(self) -> list:
+        """The leaves' states, for a driver that evaluates the batch itself."""
+        if self.histories is None:
+            return LeafBatch.states.fget(self)
+        n = len(self.leaves)
+        return [st for _, st, _ in
+                self.inputs.as_states(self.histories, self.buffers.lengths[:n])]
 
 
 def _board_rows(board):
@@ -447,11 +460,14 @@ class CoreRun(SearchRun):
         self._allowed = np.ones((1, 361), np.bool_)
         self._allowed_rows: dict[tuple[int, int], int] = {}
         self._next_buffers = 0
+        self._report_buffers: dict = {}  # core/report.py's rows between two reports
         # The Python positions of the nodes below the root, where the evaluator's leaves are
         # GameStates (LeafInputs.for_root says when); the root's is the root state's.
         self._boards = [u.board for u in self.tree.objects]
         self._boards[0] = None
         self._leaf_inputs = LeafInputs.for_root(self.root_state, self.color, self.evaluator)
+        # Leaves as arrays where the evaluator takes them (nn/network.py submit_histories)
+        self._by_histories = hasattr(self.evaluator, "submit_histories")
 
     def _switch(self) -> None:
         """The kernels got ready during the run: finish the batch in flight on the Python
@@ -549,11 +565,33 @@ class CoreRun(SearchRun):
         return self.root
 
     def snapshot(self, move=None, root=None):
-        """SearchRun.snapshot on the UCTNodes, brought up to date first (progress reports:
-        lz-analyze, lz-genmove_analyze)."""
+        """SearchRun.snapshot (progress reports: lz-analyze, lz-genmove_analyze): read from
+        the arrays (core/report.py) while the core holds the tree and no other process's
+        tree is merged in; else on the UCTNodes, brought up to date first."""
         if self.tree is not None and root is None:
+            if not self.merges_reports():
+                t = self.tree
+                result = core_report.snapshot(
+                    t, self._k, self.color, self.root_state.move_num,
+                    _quantiles(int(t.visits[0])), self.params.lcb_min_visit_ratio, move=move,
+                    playouts=self.playouts, nodes=self.nodes,
+                    elapsed=time.monotonic() - self.start, buffers=self._report_buffers)
+                if result is not None:
+                    return result
             self._write_back()
         return super().snapshot(move, root)
+
+    def root_report(self):
+        """SearchRun.root_report read from the arrays while the core holds the tree
+        (core/report.py): a helper process reports without writing its tree back."""
+        if self.tree is not None:
+            t = self.tree
+            report = core_report.root_report(t, self._k, self.color,
+                                             _quantiles(int(t.visits[0])),
+                                             buffers=self._report_buffers)
+            if report is not None:
+                return report
+        return super().root_report()
 
     def _hand_over(self) -> None:
         """Memory pressure: the tree goes back to the Python search for the rest of the run
@@ -607,15 +645,38 @@ class CoreRun(SearchRun):
             self._boards += [None] * grown
         leaves_n, done = int(buf.counters[0]), int(buf.counters[1])
         self.playouts += done
+        histories = None
         if not leaves_n:
             leaves = []
-        elif self._leaf_inputs is not None:
-            leaves = self._leaf_inputs.states(buf, leaves_n, self._k)
-        else:
+        elif self._leaf_inputs is None:
             leaves = self._python_states(buf, leaves_n)
+        elif self._by_histories:
+            histories = self._leaf_inputs.histories(buf, leaves_n, self._k)
+            leaves = range(leaves_n)
+        else:
+            leaves = self._leaf_inputs.states(buf, leaves_n, self._k)
         batch = CoreBatch(leaves, done, 0.0)
         batch.buffers = buf
+        batch.histories = histories
+        batch.inputs = self._leaf_inputs
         return batch
+
+    def submit(self, batch) -> None:
+        """SearchRun.submit; a batch of arrays (`CoreBatch.histories`) goes to the
+        evaluator's `submit_histories`."""
+        histories = getattr(batch, "histories", None)
+        if histories is None:
+            super().submit(batch)
+            return
+        began = time.monotonic()
+        fixed = self.params.fixed_symmetry
+        try:
+            pending = self.evaluator.submit_histories(*histories,
+                                                      symmetry=fixed if fixed >= 0 else None)
+        except BaseException:
+            self.forget(batch)
+            raise
+        batch.pending = search_run._Timed(pending, time.monotonic() - began)
 
     def _python_states(self, buf: _Buffers, n: int) -> list[tuple]:
         """The leaves as the Python search makes them: each path's positions as Python Boards
@@ -662,9 +723,13 @@ class CoreRun(SearchRun):
 
     def _core_expand(self, batch: CoreBatch, evals) -> None:
         n = len(batch.leaves)
-        policies = np.concatenate([ev.policy for ev in evals]).reshape(n, 362)
+        policies = getattr(evals, "policies", None)  # a BatchEvaluations: arrays already
+        if policies is not None:
+            winrates = evals.winrates
+        else:
+            policies = np.concatenate([ev.policy for ev in evals]).reshape(n, 362)
+            winrates = np.array([float(ev.winrate) for ev in evals], dtype=np.float64)
         policies = policies.astype(np.float32, copy=False)
-        winrates = np.array([float(ev.winrate) for ev in evals], dtype=np.float64)
         t, buf, p = self.tree, batch.buffers, self.params
         t.reserve(0, 362 * n)
         keys = self._keys if len(self._keys) >= n else np.zeros((n, 362), np.int64)
