@@ -11,11 +11,12 @@
 # "" = Leela Zero's default), MOVES (40,120,200), GENMOVES (6), CLOCK ("0 1 2"), WARMUP (10 s
 # of untimed lz-analyze after the start), PROFILE (an argument set for ours run once more
 # under cProfile, its 40 costliest functions written to the report), GPU (0), CORES (taskset
-# list), OUT (/tmp/genmove-out). The engines' stderr goes to $OUT/logs.
+# list), TUNE (1: our OpenCL tuning first; 0 where only the PyTorch default runs), OUT
+# (/tmp/genmove-out). The engines' stderr goes to $OUT/logs.
 set -u
 OURS=${OURS-""}; LZ_SETTINGS=${LZ_SETTINGS-""}; MOVES=${MOVES:-40,120,200}
 GENMOVES=${GENMOVES:-6}; CLOCK=${CLOCK:-0 1 2}; WARMUP=${WARMUP:-10}; PROFILE=${PROFILE-}
-GPU=${GPU:-0}; CORES=${CORES:-}; OUT=${OUT:-/tmp/genmove-out}; mkdir -p "$OUT"
+GPU=${GPU:-0}; CORES=${CORES:-}; TUNE=${TUNE:-1}; OUT=${OUT:-/tmp/genmove-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 CUDA_VISIBLE_DEVICES=$GPU
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/icd
@@ -32,8 +33,10 @@ LZ="env LD_LIBRARY_PATH=$PWD/.lzpack/lib $PWD/.lzpack/leelaz --gtp --noponder -b
 OURS_CMD="python3 -m leelaz --gtp --noponder -b 0 -w $NET"
 REPORT=$OUT/genmove.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$REPORT"
-"${PIN[@]}" python3 -m leelaz --tune-only -w $NET > /tmp/tune-genmove.log 2>&1
-echo "our tune-only: rc $?, $SECONDS s" | tee -a "$REPORT"
+if [ "$TUNE" = 1 ]; then
+  "${PIN[@]}" python3 -m leelaz --tune-only -w $NET > /tmp/tune-genmove.log 2>&1
+  echo "our tune-only: rc $?, $SECONDS s" | tee -a "$REPORT"
+fi
 args=()
 IFS=';' read -ra ours <<< "$OURS"; [ ${#ours[@]} -gt 0 ] || ours=("")
 for a in "${ours[@]}"; do args+=(--ours "$OURS_CMD $a"); done

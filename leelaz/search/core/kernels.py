@@ -97,12 +97,15 @@ HISTORY = 8
 # ------------------------------------------------------------------ the board
 @njit(cache=CACHE, nogil=True, inline="always")
 def _copy_board(sq, par, nxt, libs, stn, meta, s, dsq, dpar, dnxt, dlibs, dstn, dmeta, d):
-    dsq[d, :] = sq[s, :]
-    dpar[d, :] = par[s, :]
-    dnxt[d, :] = nxt[s, :]
-    dlibs[d, :] = libs[s, :]
-    dstn[d, :] = stn[s, :]
-    dmeta[d, :] = meta[s, :]
+    # element loops: numba's slice copies cost several times these few hundred bytes
+    for v in range(sq.shape[1]):
+        dsq[d, v] = sq[s, v]
+        dpar[d, v] = par[s, v]
+        dnxt[d, v] = nxt[s, v]
+        dlibs[d, v] = libs[s, v]
+        dstn[d, v] = stn[s, v]
+    for k in range(meta.shape[1]):
+        dmeta[d, k] = meta[s, k]
 
 
 @njit(cache=CACHE, nogil=True)
@@ -848,14 +851,20 @@ def leaf_histories(n, hist, lengths, root_rows, out):
     `hist[i]` (move k at slot k % HISTORY) while the path has them, then the root's own
     history `root_rows` from its newest. tests/test_search_core.py checks it against the
     history spelled out leaf by leaf."""
+    width = out.shape[2]
     for i in range(n):
         moves = lengths[i] - 1
         count = moves if moves < HISTORY else HISTORY
         for j in range(HISTORY):
+            # element loops: numba's slice copies cost far more than these 441 bytes
             if j < count:
-                out[i, j, :] = hist[i, (moves - 1 - j) % HISTORY, :]
+                r = (moves - 1 - j) % HISTORY
+                for v in range(width):
+                    out[i, j, v] = hist[i, r, v]
             else:
-                out[i, j, :] = root_rows[j - count, :]
+                r = j - count
+                for v in range(width):
+                    out[i, j, v] = root_rows[r, v]
 
 
 @njit(cache=CACHE, nogil=True)
