@@ -1,6 +1,6 @@
 """The network as the search sees it: positions in, (policy, winrate) out (src/Network.cpp).
 
-Owns: `Network`, `Evaluation`. Imports: numpy, nn.features, nn.symmetry, nn.cache,
+Owns: `Network`, `Evaluation`, `BatchEvaluations` (a batch's answers as arrays). Imports: numpy, nn.features, nn.symmetry, nn.cache,
 backends (registry, weights), game.coords.
 
 `Network.evaluate(states, symmetry=None)` gathers the input planes of every state, applies a
@@ -14,6 +14,9 @@ positions told a komi other than 7.5 never meet the standard ones (the fork empt
 on every komi change instead); trial evaluations at a komi under test neither read nor write.
 `Network.submit(...)` does the same in two halves: it hands the batch to the backend and
 returns; `.result()` waits, decodes and caches (the search pipelines batches with it).
+`Network.submit_histories(...)` is `submit` for positions given as arrays (the compiled
+search's leaves: hashes, sides to move, input histories), answered as arrays; the same
+cache, symmetry draws and decoding (`decode_rows`), so both give the same numbers.
 """
 
 from __future__ import annotations

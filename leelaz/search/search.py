@@ -59,7 +59,7 @@ class PendingEvaluations(Protocol):
 
 class Evaluator(Protocol):
     """What the search needs from the network (nn.network.Network satisfies it; tests and
-    self-play hand in their own). Declared, never probed:
+    self-play hand in their own). Declared, not probed, but for the last item:
 
     - `submit(states).result()` evaluates a batch: one call per batch of leaves.
     - `evaluate(states)` is the same at once (the root's single evaluation).
@@ -68,6 +68,10 @@ class Evaluator(Protocol):
       trial evaluations `read_cache=False, write_cache=False`.
     - `asynchronous`: submit returns before the answer is computed (a GPU), so the search
       keeps one batch in flight while it collects the next.
+    - Optional, the one method looked for: `submit_histories(hashes, to_move, histories,
+      symmetry=None)`, a batch as arrays (search/core/leaf_inputs.LeafInputs.histories)
+      whose `.result()` has `policies` [n, 362] and `winrates` [n]; the compiled core uses
+      it where the evaluator has it.
     """
 
     asynchronous: bool
