@@ -992,6 +992,34 @@ def test_a_reader_between_batches_sees_the_tree_as_it_is(monkeypatch, tiny_net, 
     assert len(seen) > 5 and set(seen) == {1}
 
 
+def test_a_growing_tree_is_written_back_as_it_grows(monkeypatch, tiny_net, positions):
+    """While a search goes on, the core writes its tree back whenever WRITE_BACK_ROWS nodes
+    were added since the last time (progress reports read the arrays, so nothing else
+    would until the end, while the GUI waits): between two batches never more than that
+    and two batches' nodes are left unwritten, and the search grows the same tree as with
+    everything written at the end."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    trees = []
+    for rows in (10**9, 64):
+        monkeypatch.setattr(core_run, "WRITE_BACK_ROWS", rows)
+        search = UCTSearch(_Async(tiny_net()), SearchParams(max_visits=600, batch_size=8,
+                                                            quiet=True), rng=2)
+        unwritten = []
+
+        def should_stop():
+            t = search.current.tree
+            unwritten.append(int(t.nodes_used[0]) - t.rows_written())
+            return False
+
+        search.ponder(positions[1], should_stop=should_stop, max_visits=600)
+        trees.append(_signature(search.root))
+        if rows == 64:
+            assert max(unwritten) < 64 + 2 * 8 and len(unwritten) > 40
+        else:
+            assert max(unwritten) > 400  # everything waited for the end
+    assert trees[0] == trees[1]
+
+
 def _loading_in_child(queue) -> None:
     queue.put(core_run._loading is None)
 

@@ -146,6 +146,10 @@ class CoreTree:
         return tree
 
     # ------------------------------------------------------------------ out
+    def rows_written(self) -> int:
+        """The node rows the UCTNodes had at the last write-back (or `from_root`)."""
+        return len(self._written[0])
+
     def _remember_written(self) -> None:
         """What the UCTNodes hold now (see `to_root`)."""
         n = int(self.nodes_used[0])

@@ -70,6 +70,12 @@ CORE_VARIABLE = "LEELAZ_SEARCH_CORE"
 WAIT_VARIABLE = "LEELAZ_SEARCH_CORE_WAIT"
 #: The longest descent the core follows (a path never gets near it in a real game).
 MAX_DEPTH = 1024
+#: Node rows added since the last write-back after which the tree is written back between
+#: two batches. Why: progress reports read the arrays (core/report.py), so without this the
+#: whole search's nodes would be written back at its end, while the GUI waits for the
+#: answer to the command that stopped lz-analyze (about 7 us a node: seconds after a long
+#: analysis on a GPU); so the end writes at most about this many.
+WRITE_BACK_ROWS = 8192
 _MASK64 = (1 << 64) - 1
 
 _kernels = None  # core/kernels once compiled (or loaded from numba's cache) and warmed up
@@ -518,9 +524,16 @@ class CoreRun(SearchRun):
 
     def after_batch(self, did: int) -> bool:
         """SearchRun's rules; when they stop the run and no batch is in flight, the tree is
-        written back for `UCTSearch.finish` (a driver's steps end there)."""
+        written back for `UCTSearch.finish` (a driver's steps end there). While the run
+        goes on, the tree is written back once WRITE_BACK_ROWS nodes were added since the
+        last time, so that the run's end has little left to write."""
         go_on = super().after_batch(did)
-        if not go_on and self.tree is not None and self.in_flight is None:
+        t = self.tree
+        if t is None:
+            return go_on
+        if not go_on and self.in_flight is None:
+            self._write_back()
+        elif go_on and int(t.nodes_used[0]) - t.rows_written() >= WRITE_BACK_ROWS:
             self._write_back()
         return go_on
 
