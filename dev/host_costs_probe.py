@@ -7,7 +7,9 @@ of the 9-dan game of `bench analyze`, batches of BATCH leaves, on either the ins
 network of `bench search` taking packed positions as a GPU's backend does ("instant": the
 host's ceiling), or a real network file on the backend the engine would choose (on an
 NVIDIA machine PyTorch on CUDA: then "backend submit" and "wait" show what the device
-costs the host). The phases are timed by wrapping the methods that run them, which adds
+costs the host). Each position's line also gives the time from the stop (should_stop's
+True) to the ponder's return: what a GUI waits for the answer to the command that stopped
+lz-analyze. The phases are timed by wrapping the methods that run them, which adds
 about a microsecond a call.
 
     PYTHONPATH=$PWD python3 dev/host_costs_probe.py [instant|WEIGHTS] [SECS] [BATCH] [INTERVAL]
@@ -100,13 +102,23 @@ def main() -> None:
             search = UCTSearch(network, SearchParams(batch_size=batch, quiet=True), rng=1)
             state = game_position(at)
             began = time.monotonic()
-            search.ponder(state, should_stop=lambda: time.monotonic() - began > secs,
-                          on_progress=format_info_line, progress_interval_cs=interval)
-            seconds = time.monotonic() - began
+            stopped = []
+
+            def should_stop() -> bool:
+                if time.monotonic() - began <= secs:
+                    return False
+                stopped.append(time.monotonic())
+                return True
+
+            search.ponder(state, should_stop=should_stop, on_progress=format_info_line,
+                          progress_interval_cs=interval)
+            ended = time.monotonic()
+            seconds = stopped[0] - began
             playouts += search.playouts
             if not warm:
                 print(f"move {at}: {search.playouts} playouts, "
-                      f"{search.playouts / seconds:,.0f}/s", flush=True)
+                      f"{search.playouts / seconds:,.0f}/s; from the stop to the return "
+                      f"{1000 * (ended - stopped[0]):.0f} ms", flush=True)
         total = time.perf_counter() - began_all
     print(f"{playouts / total:,.0f} playouts/s over the three; us a playout:")
     for label, seconds in sorted(SPENT.items(), key=lambda kv: -kv[1]):
