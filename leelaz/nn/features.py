@@ -8,8 +8,9 @@ that builds the planes on its device; `planes_from_histories` and `packed_histor
 same two for positions given as arrays of mailboxes (the compiled search's leaves). The
 layout's numbers (history length, planes, the packed row) are the backend seam's contract,
 backends/base.py, which also hands them to the OpenCL kernels as #defines: both sides of the
-seam read them there, since backends/ may not import nn/. Imports: numpy, game.coords, nn.symmetry (the points' mailbox slots and the symmetry
-table), backends.base (the layout's numbers).
+seam read them there, since backends/ may not import nn/. Imports: numpy, game.coords,
+nn.symmetry (the points' mailbox slots and the symmetry table), backends.base (the layout's
+numbers).
 
 Planes 0-7: the stones of the side to move NOW, at the positions 0..7 moves ago; planes 8-15:
 the other side's stones at the same times; plane 16 all ones if Black is to move, plane 17 all

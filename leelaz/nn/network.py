@@ -1,7 +1,7 @@
 """The network as the search sees it: positions in, (policy, winrate) out (src/Network.cpp).
 
-Owns: `Network`, `Evaluation`, `BatchEvaluations` (a batch's answers as arrays). Imports: numpy, nn.features, nn.symmetry, nn.cache,
-backends (registry, weights), game.coords.
+Owns: `Network`, `Evaluation`, `BatchEvaluations` (a batch's answers as arrays). Imports:
+numpy, nn.features, nn.symmetry, nn.cache, backends (registry, weights), game.coords.
 
 `Network.evaluate(states, symmetry=None)` gathers the input planes of every state, applies a
 symmetry per evaluation (random, a given one, or all 8 averaged), makes **one** backend call

@@ -1,8 +1,8 @@
 """A progress report read straight from the compiled core's arrays: search/stats.snapshot
 without writing the tree back into its UCTNodes first.
 
-Owns: `snapshot` and `root_report` (a helper search process's report). Imports: numpy, game.coords, search.lcb, search.result; the kernels are
-handed in (core/run.py loads them).
+Owns: `snapshot` and `root_report` (a helper search process's report). Imports: numpy,
+game.coords, search.lcb, search.result; the kernels are handed in (core/run.py loads them).
 
 Why: lz-analyze reports every interval (Lizzie and Sabaki ask for one every 0.1-0.5 s), and
 a report read the UCTNodes, which the core first had to bring up to date: every node whose
@@ -13,7 +13,9 @@ variations walked by `kernels.principal_variations`, the compiled copy of
 `UCTNode.best_child`, `node_less` and `stats.principal_variation`; the values are the same
 float64 expressions as UCTNode's `raw_eval`, `lcb` and `eval_with_vl`.
 tests/test_search_core.py compares every field with the Python snapshot of the written-back
-tree, report after report.
+tree, report after report. Because nothing else writes the tree back while the core runs,
+core/run.py does so every WRITE_BACK_ROWS new nodes (the end of a long analysis would
+otherwise make the GUI wait).
 """
 
 from __future__ import annotations
