@@ -845,6 +845,25 @@ print(misses, hits)
 """
 
 
+def test_kernels_asked_for_before_any_search_are_ready():
+    """A process that asks for the kernels before it has imported the search (a tool, a
+    probe) gets them: the warm-up imports the search it runs, instead of failing with one
+    line that the search runs in pure Python."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop(core_run.CORE_VARIABLE, None)
+    code = ("from leelaz.search.core import run; "
+            "print(run.kernels(wait=True) is not None)")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    assert "unavailable" not in done.stderr
+
+
 def test_a_cold_cache_is_compiled_in_a_child_and_a_quit_stops_it(tmp_path):
     """A fresh install (an empty numba cache): the process that needs the kernels compiles
     nothing itself (a child fills the cache; it only loads), and a quit while the child

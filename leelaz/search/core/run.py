@@ -297,6 +297,8 @@ def _warm_up() -> None:
     from leelaz.search.params import SearchParams
     from leelaz.search.run import Limits, Progress
 
+    if SEARCH_CLASS is None:  # a caller that asked for the kernels before any search
+        importlib.import_module("leelaz.search.search")  # registers SEARCH_CLASS
     search = SEARCH_CLASS(_Uniform(), SearchParams(max_visits=40, batch_size=4, quiet=True,
                                                    timemanage="off"), rng=1)
     run = CoreRun.replacing(search.start(GameState()))
