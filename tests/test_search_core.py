@@ -845,6 +845,33 @@ print(misses, hits)
 """
 
 
+def test_a_visit_limited_run_sizes_its_arrays_once(monkeypatch, tiny_net, positions):
+    """A run of a known number of playouts (self-play's moves) has its arrays sized for
+    all of them at its start: they never grow (copying every row) during its batches,
+    and the tree is the one the growing arrays give."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    trees = []
+    original = core_run.CoreRun.core_collect
+    for reserve in (core_run.RESERVE_PLAYOUTS, 0):
+        monkeypatch.setattr(core_run, "RESERVE_PLAYOUTS", reserve)
+        sizes = []
+
+        def spy(run, limit):
+            sizes.append((len(run.tree.visits), len(run.tree.cnode)))
+            return original(run, limit)
+
+        monkeypatch.setattr(core_run.CoreRun, "core_collect", spy)
+        search = UCTSearch(tiny_net(), SearchParams(max_visits=800, batch_size=8,
+                                                    quiet=True, timemanage="off"), rng=4)
+        search.think(positions[2], positions[2].to_move, use_clock=False)
+        trees.append(_signature(search.root))
+        if reserve:
+            assert len(set(sizes)) == 1 and len(sizes) > 50
+        else:
+            assert len(set(sizes)) > 1  # the growth policy: the arrays grew
+    assert trees[0] == trees[1]
+
+
 def test_kernels_asked_for_before_any_search_are_ready():
     """A process that asks for the kernels before it has imported the search (a tool, a
     probe) gets them: the warm-up imports the search it runs, instead of failing with one

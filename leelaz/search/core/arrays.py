@@ -60,12 +60,14 @@ class CoreTree:
         self._written: tuple = tuple(np.zeros(0, getattr(self, name).dtype)
                                      for name in _WATCHED)
 
-    def reserve(self, nodes: int, children: int) -> None:
+    def reserve(self, nodes: int, children: int, exactly: bool = False) -> None:
         """Room for `nodes` more node rows and `children` more child rows (GROWTH times
-        the rows there are, when they run out)."""
+        the rows there are, when they run out; `exactly` that room, for a run that knows
+        how much it will add)."""
+        growth = 1 if exactly else GROWTH
         need = int(self.nodes_used[0]) + nodes
         if need > len(self.visits):
-            size = max(need, GROWTH * len(self.visits))
+            size = max(need, growth * len(self.visits))
             for name, _ in _NODE_FIELDS:
                 old = getattr(self, name)
                 new = np.empty(size, old.dtype)  # rows are written before they are read
@@ -73,7 +75,7 @@ class CoreTree:
                 setattr(self, name, new)
         need = int(self.children_used[0]) + children
         if need > len(self.cnode):
-            size = max(need, GROWTH * len(self.cnode))
+            size = max(need, growth * len(self.cnode))
             for name, _ in _CHILD_FIELDS:
                 old = getattr(self, name)
                 new = np.empty(size, old.dtype)
