@@ -75,7 +75,7 @@ MAX_DEPTH = 1024
 #: whole search's nodes would be written back at its end, while the GUI waits for the
 #: answer to the command that stopped lz-analyze (about 7 us a node: seconds after a long
 #: analysis on a GPU); so the end writes at most about this many.
-WRITE_BACK_ROWS = 8192
+WRITE_BACK_ROWS = 2048
 #: A run limited to at most this many playouts (self-play's, a visit-limited genmove's)
 #: has its arrays sized for them at its start (`CoreRun._reserve_for`).
 RESERVE_PLAYOUTS = 50_000
