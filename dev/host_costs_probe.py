@@ -30,7 +30,8 @@ from leelaz.gtp.analysis import format_info_line
 from leelaz.nn import network as nn_network
 from leelaz.nn.cache import NNCache
 from leelaz.search import expansion
-from leelaz.search.core import leaf_inputs, run as core_run
+from leelaz.search.core import leaf_inputs
+from leelaz.search.core import run as core_run
 from leelaz.search.params import SearchParams
 from leelaz.search.search import UCTSearch
 from leelaz.tools.bench.search import game_position

@@ -54,15 +54,15 @@ from pathlib import Path
 import numpy as np
 
 from leelaz.game.coords import ALL_VERTICES, BLACK, WHITE
-from leelaz.search.core.arrays import CoreTree, NotCovered
+from leelaz.search import run as search_run
 from leelaz.search.core import report as core_report
+from leelaz.search.core.arrays import CoreTree, NotCovered
 from leelaz.search.core.leaf_inputs import HISTORY, LeafInputs
 from leelaz.search.lcb import TABLE_SIZE, t_quantiles
-from leelaz.search import run as search_run
 from leelaz.search.node import RootSelector
 from leelaz.search.root import prepare_root
-from leelaz.search.timemanage import playouts_left
 from leelaz.search.run import _LEAF, LeafBatch, SearchRun
+from leelaz.search.timemanage import playouts_left
 
 CORE_VARIABLE = "LEELAZ_SEARCH_CORE"
 #: =1: the first search waits for the kernels instead of running on the Python search
