@@ -11,7 +11,9 @@
 # another commit, copied along), e.g. CONFIGS=";@.old" for this commit against that; BASE: the
 # first game number of this run (settings are BASE + 1000 * index apart, so that runs and
 # settings never share a game number); OUT (/tmp/equaltime-out). Our OpenCL tuning is made
-# once per setting before the matches start (.gpu/opencl_tuning.json, if there, seeds it);
+# once per setting before the matches start (.gpu/opencl_tuning.json, if there, seeds it),
+# Leela Zero's once for all (seeded by .lzpack/leelaz_opencl_tuning; the result is
+# $OUT/lz_opencl_tuning);
 # the matches stop starting games HARD - 85 s after that and are cut at HARD s (555 s less
 # the tuning by default), so the whole run fits in 600 s.
 set -u
@@ -29,11 +31,28 @@ mkdir -p $TUNED /tmp/strengthhome/.local/share/leela-zero
 [ -f $TUNED/opencl_tuning.json ] || cp .gpu/opencl_tuning.json $TUNED/ 2>/dev/null
 code_of() { case "$1" in @*) c=${1%% *}; echo "${c#@}" ;; esac; }
 args_of() { case "$1" in @*) [ "${1#* }" = "$1" ] || echo "${1#* }" ;; *) echo "$1" ;; esac; }
+# Leela Zero's OpenCL tuning for this network at its settings (EXTRA2), made once here: each
+# match's first start would otherwise tune at the same time as the others (60-100 s for 128
+# channels). strength_gpu.sh copies .lzpack/leelaz_opencl_tuning to its HOME, so the result
+# goes there (and to $OUT, to be carried to the next run in .lzpack/).
+LZHOME=/tmp/lztunehome; mkdir -p $LZHOME/.local/share/leela-zero
+cp .lzpack/leelaz_opencl_tuning $LZHOME/.local/share/leela-zero/ 2>/dev/null
+HOME=$LZHOME timeout 240 env LD_LIBRARY_PATH=$PWD/.lzpack/lib .lzpack/leelaz --tune-only --noponder \
+  -w weights/leelaz-6x128.txt.gz ${EXTRA2:-} > "$OUT/eq/lz-tune.log" 2>&1
+echo "Leela Zero's tune-only: rc $?, $(( $(date +%s) - T0 )) s"
+cp $LZHOME/.local/share/leela-zero/leelaz_opencl_tuning .lzpack/ 2>/dev/null
+cp .lzpack/leelaz_opencl_tuning "$OUT/lz_opencl_tuning" 2>/dev/null
 for c in "${CF[@]}"; do
   HOME=/tmp/strengthhome PYTHONSAFEPATH=1 PYTHONPATH=/tmp/site:$PWD/$(code_of "$c"):$PWD \
     timeout 150 python3 -m leelaz --tune-only -w weights/leelaz-6x128.txt.gz -m 10 -b 0 \
     $(args_of "$c") > "$OUT/eq/tune.log" 2>&1
   echo "tune '$c': rc $?, $(( $(date +%s) - T0 )) s"
+  # numba's cache of the setting's compiled search core, filled once as a user's first run
+  # fills it, so that no match's first moves search in Python while four compilers run.
+  printf 'genmove b\nquit\n' | LEELAZ_SEARCH_CORE_WAIT=1 PYTHONSAFEPATH=1 \
+    PYTHONPATH=/tmp/site:$PWD/$(code_of "$c"):$PWD timeout 150 python3 -m leelaz --gtp \
+    --cpu-only -v 50 -w weights/leelaz-6x128.txt.gz > "$OUT/eq/core-warm.log" 2>&1
+  echo "search core of '$c' ready: rc $?, $(( $(date +%s) - T0 )) s"
 done
 nvidia-smi -L
 EL=$(( $(date +%s) - T0 )); HARD=${HARD:-$(( 555 - EL ))}; LIMIT=${LIMIT:-$(( HARD - 85 ))}
