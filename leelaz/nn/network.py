@@ -198,14 +198,14 @@ class Network:
         a version-2 (Black's) value turned into the side to move's (`white`: a flag per
         state, needed for version 2 only).
 
-        Hot path: whole-batch numpy, in the same float64 operations as one row at a time."""
+        Hot path: whole-batch numpy, in the same operations as one row at a time."""
         policies = untransform_policies(softmax(logits), syms)
         values = np.asarray(values, dtype=np.float64).reshape(-1)
         if per > 1:
             policies, values = _average_rows(policies, values, per)
         if self.version == 2:  # version 2 gives Black's chance
             values = np.where(np.asarray(white, dtype=bool), 1.0 - values, values)
-        policies = policies.astype(np.float32)
+        policies = policies.astype(np.float32, copy=False)  # a new array either way
         policies.setflags(write=False)  # rows shared with the cache: copy before changing one
         return policies, values
 
@@ -368,9 +368,12 @@ def cache_key(state) -> int:
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax (max subtracted, temperature 1), in float64 (computed in place in a
-    copy: the same operations as exp(x - max) / sum)."""
-    x = np.array(logits, dtype=np.float64)
+    """Row-wise softmax (max subtracted, temperature 1), in float32 as Leela Zero's
+    Network::softmax computes it (src/Network.cpp), in place in a copy: the same operations
+    as exp(x - max) / sum, row by row or for a whole batch. Why not float64: the policy is
+    float32 from the backend and in the tree, and float64's exp cost 2.9 us a row here
+    against 1.4 us for the whole float32 softmax, on every evaluated leaf."""
+    x = np.array(logits, dtype=np.float32)
     x -= x.max(axis=-1, keepdims=True)
     np.exp(x, out=x)
     x /= x.sum(axis=-1, keepdims=True)
