@@ -29,6 +29,8 @@ _NODE_FIELDS = (("visits", np.int64), ("wins", np.float64), ("m2", np.float64),
 _CHILD_FIELDS = (("cnode", np.int32), ("cmove", np.int16), ("cprior", np.float32))
 #: The node fields whose change since the last write-back marks a row to write (`to_root`).
 _WATCHED = ("visits", "vl", "status", "expanded", "inflated")
+#: Those of them whose change means the node's children are to be written too.
+_SPAN_FIELDS = ("expanded", "inflated")
 
 
 #: How much a tier grows when it runs out, and the room `from_root` leaves: a move at a GPU's
@@ -173,9 +175,14 @@ class CoreTree:
         old = self._written
         n0 = len(old[0])
         differs = np.zeros(n0, np.bool_)
+        respan = np.zeros(n0, np.bool_)  # expanded or inflated since: children to write
         for name, before in zip(_WATCHED, old):
-            differs |= getattr(self, name)[:n0] != before
-        rows = np.concatenate((np.flatnonzero(differs), np.arange(n0, n)))
+            changed = getattr(self, name)[:n0] != before
+            differs |= changed
+            if name in _SPAN_FIELDS:
+                respan |= changed
+        new_rows = np.arange(n0, n)
+        rows = np.concatenate((np.flatnonzero(differs), new_rows))
         keep = boards is not None
         fields = zip(rows.tolist(), self.visits[rows].tolist(), self.wins[rows].tolist(),
                      self.m2[rows].tolist(), self.vl[rows].tolist(),
@@ -197,7 +204,10 @@ class CoreTree:
             u.virtual_loss = vl
             u.net_eval = net
             u.status = status
-        expanded = rows[self.expanded[rows]]
+        # Only a new row, or one expanded or inflated since, has children to write: the rest
+        # (most changed rows: a path's nodes with a visit more) keep theirs.
+        respanned = np.concatenate((np.flatnonzero(respan), new_rows))
+        expanded = respanned[self.expanded[respanned]]
         spans = zip(expanded.tolist(), self.first[expanded].tolist(),
                     self.count[expanded].tolist(), self.inflated[expanded].tolist())
         empty_moves, empty_priors = array("h"), array("f")
