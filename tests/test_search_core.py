@@ -1066,6 +1066,45 @@ def test_a_growing_tree_is_written_back_as_it_grows(monkeypatch, tiny_net, posit
     assert trees[0] == trees[1]
 
 
+def test_written_back_children_are_the_arrays_rows(monkeypatch, tiny_net, positions):
+    """A write-back rewrites a node's children only when the node was expanded or inflated
+    since the last one (core/arrays.py, `to_root`): after every batch of a search written
+    back every 64 nodes and at every check, each expanded UCTNode's children are the
+    UCTNodes of its inflated child rows, in order, and its compact arrays hold all its
+    children's moves and priors as the child tier does (empty once all are inflated)."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    monkeypatch.setattr(core_run, "WRITE_BACK_ROWS", 64)
+    search = UCTSearch(_Async(tiny_net()), SearchParams(max_visits=600, batch_size=8,
+                                                        quiet=True), rng=2)
+    checked = []
+
+    def should_stop():
+        run = search.current
+        t = run.tree
+        run.current_root()  # the write-back
+        inflations = 0
+        for nd in range(int(t.nodes_used[0])):
+            u = t.objects[nd]
+            assert u.expanded == bool(t.expanded[nd])
+            if not u.expanded:
+                continue
+            lo, k, inf = int(t.first[nd]), int(t.count[nd]), int(t.inflated[nd])
+            assert [id(c) for c in u.children] == [id(t.objects[c])
+                                                   for c in t.cnode[lo:lo + inf].tolist()]
+            assert [c.move for c in u.children] == t.cmove[lo:lo + inf].tolist()
+            if inf < k:
+                assert list(u._moves) == t.cmove[lo:lo + k].tolist()
+                assert np.array_equal(np.array(u._priors, np.float32), t.cprior[lo:lo + k])
+            else:
+                assert len(u._moves) == 0 and len(u._priors) == 0
+            inflations += inf
+        checked.append(inflations)
+        return False
+
+    search.ponder(positions[1], should_stop=should_stop, max_visits=600)
+    assert len(checked) > 40 and checked[-1] > checked[0] + 400  # the tree grew under it
+
+
 def _loading_in_child(queue) -> None:
     queue.put(core_run._loading is None)
 
