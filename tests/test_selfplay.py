@@ -178,6 +178,31 @@ def test_batched_games_are_the_games_played_one_at_a_time(tmp_path, random_weigh
     assert len({t[0] for t in texts[1, 1]}) > 1  # the seeds differ per game
 
 
+def test_workers_on_one_network_server_play_the_games_played_one_at_a_time(
+        tmp_path, random_weights, capfd):
+    """--network-server: two workers send their leaves to one server process instead of
+    each opening the network; the games are those of one process playing one game at a
+    time (as in the test above), and every evaluation the workers count was the server's
+    (its own count, on stderr at its end)."""
+    weights = random_weights(2, 16)
+    texts = {}
+    summaries = {}
+    for label, workers, server in (("alone", 1, False), ("served", 2, True)):
+        out = tmp_path / label
+        summaries[label] = play_selfplay(
+            weights, str(out), 8, visits=8, parallel=1 if workers == 1 else 4,
+            workers=workers, seed=5, cpu_only=True, progress=False, threads=1, noise=False,
+            max_moves=30, network_server=server)
+        texts[label] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
+                         gzip.open(_chunk_of(s)).read()) for s in _sgfs(out)]
+    assert len(texts["alone"]) == 8
+    assert texts["served"] == texts["alone"]
+    served = summaries["served"]
+    assert served.backend.endswith("x2 workers, one network server")
+    counted = re.findall(r"Network server \(numpy\): (\d+) evaluations", capfd.readouterr().err)
+    assert counted == [str(served.evaluations)]
+
+
 class _KeyedDevice(Backend):
     """A stand-in for a GPU: asynchronous (the runner keeps two groups of games, one group's
     call in flight while the other walks its trees), computing only when asked for the

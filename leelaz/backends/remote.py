@@ -4,8 +4,9 @@ Owns: `NetworkServer` (the engine's handle: starts the server process and hands 
 client connection per search process, and one for the engine's own tree), `serve` (the
 server's loop: every waiting request in one backend call), `server_main` (the server
 process's life), `RemoteBackend` (the Backend seam a search process's Network is given: its
-batches go to the server over a pipe) and `ServedBackend` (the engine's own Network's backend
-once the server is ready: the server's, and its own again if the server goes away).
+batches go to the server over a pipe), `ServedBackend` (the engine's own Network's backend
+once the server is ready: the server's, and its own again if the server goes away) and
+`ServerClient` (a spawned self-play worker's `backend(weights)`: its RemoteBackend).
 Imports: numpy, backends.base, backends.mux (the join of the clients' rows), processes.
 
 Why: with one network per search process, every process holds its own GPU context and sends
@@ -58,7 +59,9 @@ class NetworkServer:
     i-th search process (as a Process argument), `close()` ends the server (also when the
     engine dies: its control pipe closes)."""
 
-    def __init__(self, plan, weights_path: str, clients: int, engine_client: bool = False):
+    def __init__(self, plan, weights_path: str, clients: int, engine_client: bool = False,
+                 max_rows: int = 0):
+        """`max_rows` (0: the backend's max_batch alone) caps the rows of one backend call."""
         ctx = multiprocessing.get_context("spawn")  # no fork: the engine has threads
         self.control, server_control = ctx.Pipe()
         pairs = [ctx.Pipe() for _ in range(clients + engine_client)]
@@ -67,7 +70,7 @@ class NetworkServer:
         self.engine_conn = self._clients.pop() if engine_client else None
         self.process = ctx.Process(target=server_main,
                                    args=(server_control, [theirs for _, theirs in pairs],
-                                         plan, weights_path),
+                                         plan, weights_path, max_rows),
                                    name="leelaz-network", daemon=True)
         self.process.start()
         server_control.close()
@@ -106,7 +109,7 @@ class NetworkServer:
         end_process(self.process, self.control, timeout)
 
 
-def server_main(control, clients, plan, weights_path: str) -> None:
+def server_main(control, clients, plan, weights_path: str, max_rows: int = 0) -> None:
     """The server process: open the engine's backend (`plan`, the engine's
     nn/loading.LoadPlan, quiet), greet every client, then serve until the engine quits or
     goes away."""
@@ -120,7 +123,7 @@ def server_main(control, clients, plan, weights_path: str) -> None:
     hello = {"name": backend.name, "packed": bool(backend.accepts_packed_inputs),
              "precision": backend.precision}
     clients = [conn for conn in clients if _send(conn, ("ready", hello))]
-    counters = serve(backend, clients, control)
+    counters = serve(backend, clients, control, max_rows)
     if counters["calls"]:  # the batches the device saw, on the engine's stderr at its end
         calls = counters["calls"]
         sys.stderr.write(f"Network server ({backend.name}): {counters['rows']} evaluations "
@@ -130,15 +133,15 @@ def server_main(control, clients, plan, weights_path: str) -> None:
                          f"answering.\n")
 
 
-def serve(backend: Backend, clients: list, control=None) -> dict:
+def serve(backend: Backend, clients: list, control=None, max_rows: int = 0) -> dict:
     """Answer the clients' requests until every client is gone or `control` ends it; gives
     counters for tests and measurements: `calls`, `rows`, and the seconds spent in the
     backend's submits (`submit_s`: the host's share of a call) and in waiting for answers
     and sending them (`answer_s`). The waiting requests are joined into calls by a
-    RoundBatch (backends/mux.py: at most the backend's max_batch rows a call, a request
-    never split)."""
+    RoundBatch (backends/mux.py: at most `max_rows` and the backend's max_batch rows a call,
+    a request never split)."""
     clients = list(clients)
-    batch = RoundBatch(_ErrorsKept(backend))
+    batch = RoundBatch(_ErrorsKept(backend), max_rows)
     counters = {"calls": 0, "rows": 0, "submit_s": 0.0, "answer_s": 0.0}
     clock = time.perf_counter
     waiting: list = []  # (conn, request id, rows, packed, payload)
@@ -265,6 +268,19 @@ def _send_bytes(conn, data: bytes) -> None:
         conn.send_bytes(data)
     except (OSError, ValueError):
         pass  # a client that went away: the loop drops it at its end of file
+
+
+class ServerClient:
+    """A spawned process's `backend(weights)` (selfplay.runner.EngineSide's stand-in for a
+    device of its own): the RemoteBackend of its connection to a NetworkServer. Picklable as
+    a Process argument (the connection travels with the spawn). Raises RuntimeError when
+    the server could not load the network."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __call__(self, weights=None) -> RemoteBackend:
+        return RemoteBackend.connect(self.conn)
 
 
 class RemoteBackend(Backend):

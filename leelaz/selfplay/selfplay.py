@@ -35,13 +35,14 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
                   workers: int = 1, backend=None, full_share: float = 1.0,
                   cheap_visits: int = 0, forced_k: float = 0.0, komi_spread: float = 0.0,
                   checked_resign: bool = False, resign_evidence: tuple = (),
-                  **engine_options) -> SelfplaySummary:
+                  network_server: bool = False, **engine_options) -> SelfplaySummary:
     """Play self-play games into `out_dir` until it holds `games` finished games.
 
     `engine_options`: EngineConfig fields of the engine's flags (resignpct, noise, randomcnt,
     dumbpass, threads, batchsize, precision, randomvisits, randomtemp, playouts, ...).
     `seconds` stops the run (dropping the games in flight) after that long: the benchmark.
-    `workers` > 1 runs that many processes (selfplay/workers.py), each with `parallel` games.
+    `workers` > 1 runs that many processes (selfplay/workers.py), each with `parallel` games;
+    `network_server`: they share one network server where they would share one device.
     `backend(weights)`, when given, makes the backend instead of the device choice (the
     benchmark's instant network); it must be picklable with workers.
     KataGo's additions (selfplay/targets.py): `full_share` of the moves get the full search
@@ -87,7 +88,7 @@ def play_selfplay(weights: str, out_dir: str, games: int, *, visits: int = 1601,
             store.close()
             return run_workers(run_games, settings, weights, store.folder, wanted,
                                min(workers, wanted), max(1, parallel), progress, seconds, first,
-                               backend)
+                               backend, network_server)
         return run_games(settings, weights, store, wanted, max(1, parallel), progress,
                          seconds, backend=backend)
     finally:

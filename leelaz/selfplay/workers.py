@@ -4,7 +4,8 @@ Owns: `run_workers`, `Counters`, `worker_devices`, `enter_device`, `default_proc
 the life of a spawned child that plays a share of a job (`run_children`, `child_main`: one
 report each, ok, interrupted or one line of error), which the gating match's processes use too.
 Imports: multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime,
-backends.device_choice (the CUDA devices visible); what a worker plays (selfplay.run_games) is
+backends.device_choice (the CUDA devices visible), backends.remote and selfplay.runner's
+verbs_plan (the shared network server, `--network-server`); what a worker plays (selfplay.run_games) is
 handed to it, as selfplay.py imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
@@ -15,6 +16,13 @@ seeded games never repeat across workers) and plays its share of the games; the 
 one progress bar from shared counters. Processes are spawned, not forked (OpenCL contexts and
 threads do not survive a fork). A worker dies with its parent (selfplay/lifetime.py), so a
 SIGKILLed run leaves no process writing into the folder.
+
+One network for all (`network_server`, off unless asked for: `--network-server`): with two
+or more workers on one device, the workers send their batches to one network server
+(backends/remote.py, as the engine's analysis helpers do) instead of each holding a device
+context of its own, so that the device computes one context's calls instead of taking
+sixteen contexts in turn (the analysis helpers' 8 trees on 6x128 went from 28,700 to 40,742
+visits/s so, docs/log.md).
 
 Several GPUs (`worker_devices`): as autogtp runs one Leela Zero per GPU, the workers are dealt
 round robin over the devices instead of each splitting its batches over all of them: worker w
@@ -29,6 +37,12 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
+
+#: The most rows of one call of the shared network server (`run_workers`' network_server):
+#: on an H200 the shipped 6x128 alone made 149,749 evaluations/s at 338 rows and 149,738 at
+#: 512 (docs/performance.md), so larger calls buy nothing, and each new size of call costs a
+#: CUDA graph capture and cuDNN's algorithm search when first seen.
+SERVER_MAX_ROWS = 512
 
 from leelaz.selfplay.runner import SelfplayError
 from leelaz.selfplay.summary import ProgressBar, SelfplaySummary
@@ -160,19 +174,27 @@ def _play_share(gpus, play, parallel, settings, weights, folder, count, first, s
 
 
 def run_workers(play, settings, weights: str, folder: str, wanted: int, workers: int,
-                parallel: int, progress: bool, seconds: float | None, first: int, backend=None):
+                parallel: int, progress: bool, seconds: float | None, first: int, backend=None,
+                network_server: bool = False):
     """Play `wanted` games in `workers` processes, each calling `play` (selfplay.run_games,
     handed down by play_selfplay: a module-level function, so a spawned worker finds it by
-    name) for its share; the summary of them all."""
+    name) for its share; the summary of them all. `network_server`: the workers share one
+    network server where they would all use the same device (the module docstring)."""
     from leelaz.selfplay.store import GameStore
     counters = Counters(mp.get_context("spawn"))
     shares = [wanted // workers + (1 if w < wanted % workers else 0) for w in range(workers)]
     from leelaz.backends.device_choice import visible_cuda_devices
     devices = worker_devices(settings.engine, workers,
                              visible_cuda_devices() if backend is None else [])
+    server = None
+    backends = [backend] * workers
+    if network_server and backend is None and all(d == (None, None) for d in devices):
+        server = _start_server(settings, weights, parallel, workers)
+        from leelaz.backends.remote import ServerClient
+        backends = [ServerClient(server.client(w)) for w in range(workers)]
     parent = os.getpid()
     children = [(_play_share, devices[w], play, parallel, settings, weights, folder,
-                 shares[w], first + w, workers, seconds, counters, backend, parent)
+                 shares[w], first + w, workers, seconds, counters, backends[w], parent)
                 for w in range(workers) if shares[w] > 0]
     began = time.monotonic()
     bar = ProgressBar(wanted, f"{len(children)} workers", settings.max_moves) \
@@ -185,6 +207,8 @@ def run_workers(play, settings, weights: str, folder: str, wanted: int, workers:
         reports = run_children(children, watch, 0.5,
                                "a worker process died; the games it finished are kept")
     finally:
+        if server is not None:
+            server.close()
         if bar is not None:
             bar.update_counts(*counters.read())
             bar.close(None)
@@ -193,4 +217,25 @@ def run_workers(play, settings, weights: str, folder: str, wanted: int, workers:
     return SelfplaySummary(folder, len(GameStore.finished_in(folder)), games, moves,
                            time.monotonic() - began, playouts, 0, sum(d[0] for d in done),
                            sum(d[1] for d in done), f"{next((d[2] for d in done), '')} "
-                           f"x{len(children)} workers")
+                           f"x{len(children)} workers"
+                           + (", one network server" if server is not None else ""))
+
+
+def _start_server(settings, weights: str, parallel: int, clients: int):
+    """The workers' network server (backends/remote.NetworkServer): the backend the engine
+    would choose for a worker's calls (selfplay.runner.verbs_plan), its calls capped at
+    SERVER_MAX_ROWS rows and at --batchsize when given."""
+    from leelaz.backends.remote import NetworkServer
+    from leelaz.backends.weights import WeightsError, load_weights
+    from leelaz.selfplay.runner import verbs_plan
+    cfg = settings.engine
+    try:
+        loaded = load_weights(weights)
+    except (OSError, WeightsError, ValueError, EOFError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise SelfplayError(f"cannot load weights {weights}: {text}") from None
+    plan = verbs_plan(loaded, parallel * settings.leaves_per_batch, cpu_only=cfg.cpu_only,
+                      gpus=cfg.gpus, precision=cfg.precision,
+                      network_backend=cfg.network_backend, full_tuner=cfg.full_tuner)
+    rows = min(n for n in (SERVER_MAX_ROWS, cfg.batchsize) if n)
+    return NetworkServer(plan, weights, clients, max_rows=rows)

@@ -40,6 +40,9 @@ class Interrupted(ToolError):
               help="Processes, each playing --parallel games (one GPU context each) "
                    "[default: one per NVIDIA GPU when no --gpu, --cpu-only or --backend "
                    "opencl says where to run, else 1].")
+@click.option("--network-server", is_flag=True,
+              help="With --workers on one GPU: the workers send their batches to one "
+                   "network process instead of each holding its own GPU context.")
 @click.option("--out", "out_dir", default=None, metavar="DIR",
               help="[required] Folder for the games: an SGF, a training chunk and a debug "
                    "file each (one run at a time).")
@@ -110,8 +113,8 @@ class Interrupted(ToolError):
 @click.option("--resign-report", "resign_report", default=None, metavar="DIR",
               help="Play nothing: print the false-resignation rate per threshold of DIR's "
                    "no-resign games.")
-def command(games, parallel, workers, out_dir, weights, visits, playouts, resignpct,
-            randomcnt, noise, dumbpass, randomvisits, randomtemp, threads, batchsize,
+def command(games, parallel, workers, network_server, out_dir, weights, visits, playouts,
+            resignpct, randomcnt, noise, dumbpass, randomvisits, randomtemp, threads, batchsize,
             precision, cpu_only, gpu, backend, seed, noponder, no_resign_share, max_moves, seconds,
             quiet, full_share, cheap_visits, forced_k, komi_spread, checked_resign,
             resign_evidence, resign_report) -> int:
@@ -142,7 +145,8 @@ def command(games, parallel, workers, out_dir, weights, visits, playouts, resign
         workers = processes_by_default(cpu_only, gpu, backend)
     try:
         summary = play_selfplay(weights, out_dir, games, visits=visits, parallel=parallel,
-                                workers=workers, seed=seed, cpu_only=cpu_only, gpus=tuple(gpu),
+                                workers=workers, network_server=network_server, seed=seed,
+                                cpu_only=cpu_only, gpus=tuple(gpu),
                                 progress=not quiet, seconds=seconds,
                                 no_resign_share=no_resign_share, max_moves=max_moves,
                                 playouts=playouts, resignpct=resignpct, randomcnt=randomcnt,

@@ -32,6 +32,8 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
               help="Games per process to try.")
 @click.option("--workers", type=IntList(), default="1", show_default=True,
               help="Processes to try.")
+@click.option("--network-server", is_flag=True,
+              help="Ours: the workers share one network process (selfplay --network-server).")
 @click.option("-t", "--threads", type=click.IntRange(0, None), default=0,
               help="Leaves per game and evaluation (0 = autogtp's 6).")
 @click.option("--reference", default=None, metavar="BINARY",
@@ -49,8 +51,9 @@ SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "weights",
                    "ceiling per process).")
 @click.option("--no-peak", is_flag=True,
               help="Skip the backend alone at the best configuration's mean batch.")
-def command(weights, seconds, visits, parallel, workers, threads, reference, reference_k,
-            reference_extra, cpu_only, gpu, precision, backend, instant, no_peak) -> None:
+def command(weights, seconds, visits, parallel, workers, network_server, threads, reference,
+            reference_k, reference_extra, cpu_only, gpu, precision, backend, instant,
+            no_peak) -> None:
     """Self-play throughput: leelaz selfplay against Leela Zero 0.17 as autogtp runs it."""
     net = network_file(weights) if weights else os.path.normpath(SHIPPED)
     if reference is None:
@@ -63,6 +66,7 @@ def command(weights, seconds, visits, parallel, workers, threads, reference, ref
                           reference_k=reference_k if reference else (),
                           reference_extra=reference_extra, cpu_only=cpu_only, gpus=gpu,
                           instant=instant, peak=not no_peak, say=say, threads=threads,
-                          precision=precision, network_backend=backend)
+                          precision=precision, network_backend=backend,
+                          network_server=network_server)
     if not rows["ours"]:
         raise ToolError("nothing was measured")
