@@ -168,6 +168,17 @@ def test_random_symmetry_is_seeded_and_varies(weights):
     assert len(set(runs[0])) > 1
 
 
+def test_random_symmetries_are_randranges_draws(weights):
+    """The batched draw gives what random.randrange(8) gives on the same seeded generator,
+    in order, interleaved with other draws as a search interleaves batches."""
+    import random
+
+    net = make_net(weights)
+    oracle = random.Random(5)  # make_net's seed
+    for count in (1, 7, 32, 0, 300):
+        assert net.random_symmetries(count) == [oracle.randrange(8) for _ in range(count)]
+
+
 def test_bad_symmetry(weights):
     with pytest.raises(ValueError):
         make_net(weights).evaluate([game()], symmetry=8)
@@ -190,6 +201,29 @@ def test_cache_is_fifo_and_bounded():
     assert cache.size == 6000
     cache.set_size_from_playouts(0, 0)
     assert cache.size == 150000
+
+
+def test_the_batch_calls_of_the_cache_are_its_single_calls():
+    """insert_many / lookup_many against insert / lookup one pair at a time on a second cache:
+    the same entries, evictions, answers and counters, repeated keys included."""
+    import random
+
+    rng = random.Random(4)
+    batched, single = NNCache(40), NNCache(40)
+    for _ in range(60):
+        keys = [rng.randrange(120) for _ in range(rng.randrange(0, 12))]
+        values = [f"v{k}-{rng.random()}" for k in keys]
+        batched.insert_many(keys, values)
+        for k, v in zip(keys, values):
+            single.insert(k, v)
+        probe = [rng.randrange(120) for _ in range(rng.randrange(0, 12))]
+        assert batched.lookup_many(probe) == [single.lookup(k) for k in probe]
+        assert list(batched._entries.items()) == list(single._entries.items())
+        assert (batched.hits, batched.lookups) == (single.hits, single.lookups)
+    assert 0 < single.hits < single.lookups
+    empty = NNCache(0)
+    empty.insert_many([1, 2], ["a", "b"])
+    assert len(empty) == 0
 
 
 # ---------------------------------------------------------------------- GTP: heatmap & co

@@ -40,6 +40,14 @@ class NNCache:
             self.hits += 1
         return value
 
+    def lookup_many(self, keys) -> list:
+        """`lookup` of each key in order (as many look-ups counted) in one call. Hot path: a
+        batch's leaves (the compiled search's, nn/network.py submit_histories)."""
+        found = list(map(self._entries.get, keys))
+        self.lookups += len(found)
+        self.hits += len(found) - found.count(None)
+        return found
+
     def lookup_first(self, keys):
         """(position in `keys`, entry) of the first key present, or None; counts as that many
         `lookup` calls. Hot path: one call for the 7 mirrored keys of a new leaf."""
@@ -60,6 +68,17 @@ class NNCache:
         self._entries[key] = value
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
+
+    def insert_many(self, keys, values) -> None:
+        """`insert` of each (key, value) pair in order, in one call (a batch's evaluations)."""
+        if self._size == 0:
+            return
+        entries, size = self._entries, self._size
+        for key, value in zip(keys, values):
+            if key not in entries:
+                entries[key] = value
+                if len(entries) > size:  # at once, as `insert`: a key evicted here is new again
+                    entries.popitem(last=False)
 
     def resize(self, size: int) -> None:
         """Set the bound, evicting the oldest entries if needed (LZ's NNCache::resize)."""

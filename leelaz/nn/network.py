@@ -154,7 +154,7 @@ class Network:
         """The symmetries to run for each of `count` positions (random ones drawn in order:
         seeded runs and the Leela Zero comparisons depend on that sequence)."""
         if symmetry is None:
-            return [[self._rng.randrange(NUM_SYMMETRIES)] for _ in range(count)]
+            return [[s] for s in self.random_symmetries(count)]
         if isinstance(symmetry, (list, tuple)):  # one per state (dynamic komi's records)
             if len(symmetry) != count or not all(0 <= int(s) < NUM_SYMMETRIES
                                                  for s in symmetry):
@@ -166,6 +166,21 @@ class Network:
         if not 0 <= s < NUM_SYMMETRIES:
             raise ValueError(f"symmetry must be 0..7, 'average' or None, not {symmetry!r}")
         return [[s] for _ in range(count)]
+
+    def random_symmetries(self, count: int) -> list[int]:
+        """`count` draws of `random.randrange(NUM_SYMMETRIES)` from this network's generator,
+        the same numbers in the same order, made as randrange makes them (4 random bits,
+        drawn again while 8 or more) without its two Python calls a draw. Hot path: one
+        draw a leaf, 2 us of a GPU's playout through randrange."""
+        bits = self._rng.getrandbits
+        width = NUM_SYMMETRIES.bit_length()
+        drawn = []
+        for _ in range(count):
+            s = bits(width)
+            while s >= NUM_SYMMETRIES:
+                s = bits(width)
+            drawn.append(s)
+        return drawn
 
     def _submit(self, states, symmetry) -> tuple:
         """One backend submit for every (state, symmetry) row: a state's rows are consecutive
@@ -222,15 +237,15 @@ class Network:
         Why: on a GPU one tree's host time went to a Python object per leaf, made by the
         search and taken apart again here; a batch stays in the arrays the search's kernels
         made, from its descent to the expansion."""
-        lookup = self.cache.lookup
-        hits = [lookup(h) for h in hashes]
+        hits = self.cache.lookup_many(hashes)
         todo = [i for i, hit in enumerate(hits) if hit is None]
         pending = None
         if todo:
             m = len(todo)
             if m < len(hits):
                 to_move, histories = to_move[todo], histories[todo]
-            syms = [s for (s,) in self._symmetries(m, symmetry)]
+            syms = self.random_symmetries(m) if symmetry is None else \
+                [s for (s,) in self._symmetries(m, symmetry)]
             if self.backend.accepts_packed_inputs:  # the device builds the planes
                 pending = self.backend.submit_packed(
                     packed_histories(histories, to_move, syms), m)
@@ -332,9 +347,9 @@ class PendingRows:
             white = to_move == WHITE if net.version == 2 else None
             policies, winrates = net.decode_rows(syms, logits, values, 1, white)
             if self._write_cache:
-                insert, hashes = net.cache.insert, self._hashes
-                for i, policy, winrate in zip(todo, policies, winrates.tolist()):
-                    insert(hashes[i], Evaluation(policy, winrate))
+                hashes = self._hashes
+                net.cache.insert_many([hashes[i] for i in todo],
+                                      list(map(Evaluation, policies, winrates.tolist())))
         if len(todo) < n:  # cache hits: their rows put in place
             full = np.empty((n, POLICY_SIZE), dtype=np.float32)
             rates = np.empty(n, dtype=np.float64)
