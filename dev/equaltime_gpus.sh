@@ -14,8 +14,9 @@
 # once per setting before the matches start (.gpu/opencl_tuning.json, if there, seeds it),
 # Leela Zero's once for all (seeded by .lzpack/leelaz_opencl_tuning; the result is
 # $OUT/lz_opencl_tuning);
-# the matches stop starting games HARD - 85 s after that and are cut at HARD s (555 s less
-# the tuning by default), so the whole run fits in 600 s.
+# the matches stop starting games HARD - 85 s after that and are cut at HARD s (BUDGET, 555 s
+# by default, less the tuning), so the whole run fits in 600 s; a caller that spent time
+# before this script gives BUDGET as what is left of its 555 s.
 set -u
 IFS=';' read -ra CF <<< "${CONFIGS-}"; [ ${#CF[@]} -gt 0 ] || CF=("")
 N=$(nvidia-smi -L | wc -l); PER=${PER:-3}; CORES=${CORES:-5}; BASE=${BASE:-0}
@@ -55,7 +56,7 @@ for c in "${CF[@]}"; do
   echo "search core of '$c' ready: rc $?, $(( $(date +%s) - T0 )) s"
 done
 nvidia-smi -L
-EL=$(( $(date +%s) - T0 )); HARD=${HARD:-$(( 555 - EL ))}; LIMIT=${LIMIT:-$(( HARD - 85 ))}
+EL=$(( $(date +%s) - T0 )); HARD=${HARD:-$(( ${BUDGET:-555} - EL ))}; LIMIT=${LIMIT:-$(( HARD - 85 ))}
 echo "$N GPUs, $PER matches each on $CORES cores; limit $LIMIT s, hard $HARD s"
 i=0
 for g in $(seq 0 $((N - 1))); do
