@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -193,8 +194,8 @@ def test_workers_on_one_network_server_play_the_games_played_one_at_a_time(
             weights, str(out), 8, visits=8, parallel=1 if workers == 1 else 4,
             workers=workers, seed=5, cpu_only=True, progress=False, threads=1, noise=False,
             max_moves=30, network_server=server)
-        texts[label] = [(re.sub(r"DT\[[^\]]*\]", "", open(s).read()),
-                         gzip.open(_chunk_of(s)).read()) for s in _sgfs(out)]
+        texts[label] = [(re.sub(r"DT\[[^\]]*\]", "", Path(s).read_text()),
+                         gzip.decompress(Path(_chunk_of(s)).read_bytes())) for s in _sgfs(out)]
     assert len(texts["alone"]) == 8
     assert texts["served"] == texts["alone"]
     served = summaries["served"]

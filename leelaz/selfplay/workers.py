@@ -5,8 +5,8 @@ the life of a spawned child that plays a share of a job (`run_children`, `child_
 report each, ok, interrupted or one line of error), which the gating match's processes use too.
 Imports: multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime,
 backends.device_choice (the CUDA devices visible), backends.remote and selfplay.runner's
-verbs_plan (the shared network server, `--network-server`); what a worker plays (selfplay.run_games) is
-handed to it, as selfplay.py imports this module.
+verbs_plan (the shared network server, `--network-server`); what a worker plays
+(selfplay.run_games) is handed to it, as selfplay.py imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
 microseconds per playout) caps a process at a few thousand playouts/s whatever the network's
@@ -38,14 +38,14 @@ import multiprocessing as mp
 import os
 import time
 
+from leelaz.selfplay.runner import SelfplayError
+from leelaz.selfplay.summary import ProgressBar, SelfplaySummary
+
 #: The most rows of one call of the shared network server (`run_workers`' network_server):
 #: on an H200 the shipped 6x128 alone made 149,749 evaluations/s at 338 rows and 149,738 at
 #: 512 (docs/performance.md), so larger calls buy nothing, and each new size of call costs a
 #: CUDA graph capture and cuDNN's algorithm search when first seen.
 SERVER_MAX_ROWS = 512
-
-from leelaz.selfplay.runner import SelfplayError
-from leelaz.selfplay.summary import ProgressBar, SelfplaySummary
 
 
 class Counters:
