@@ -170,7 +170,7 @@ def test_random_symmetry_is_seeded_and_varies(weights):
 
 def test_random_symmetries_are_randranges_draws(weights):
     """The batched draw gives what random.randrange(8) gives on the same seeded generator,
-    in order, interleaved with other draws as a search interleaves batches."""
+    in order, across consecutive batches of any size (an empty one included)."""
     import random
 
     net = make_net(weights)
