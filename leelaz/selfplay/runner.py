@@ -1,9 +1,10 @@
 """Many games at once in one process: one loop steps every game, one network call per round.
 
-Owns: `EngineSide` (a network loaded once, its backend and its round batches), `GameRunner`
-(the game slots, the round loop, stopping, progress and counters), `RunStats`,
-`SelfplayError`. Imports: time, backends (weights), nn.loading (the backend, chosen as the
-engine chooses it), config, selfplay.game, backends.mux.
+Owns: `EngineSide` (a network loaded once, its backend and its round batches),
+`load_verb_weights` (the file read, or one line of error), `GameRunner` (the game slots, the
+round loop, stopping, progress and counters), `RunStats`, `SelfplayError`. Imports: time,
+backends (weights), nn.loading (the backend, chosen as the engine chooses it), config,
+selfplay.game, backends.mux.
 
 The round (minigo's way: the searches never call the network, the driver batches): every game
 of a group takes the evaluations of the group's last call and searches on until its next
@@ -79,16 +80,9 @@ class EngineSide:
         """`network_backend`: --backend's choice (auto: PyTorch where it sees CUDA, else
         OpenCL or NumPy, as the engine chooses, nn/loading.py; opencl; torch)."""
         from leelaz.backends.base import BackendUnavailable
-        from leelaz.backends.weights import WeightsError, load_weights
 
         self.weights_path = weights_path
-        try:
-            self.weights = load_weights(weights_path)
-        except FileNotFoundError:
-            raise SelfplayError(f"weights file not found: {weights_path}") from None
-        except (OSError, WeightsError, ValueError, EOFError) as exc:
-            text = " ".join(str(exc).split()) or type(exc).__name__
-            raise SelfplayError(f"cannot load weights {weights_path}: {text}") from None
+        self.weights = load_verb_weights(weights_path)
         if backend is not None:  # a stand-in (bench's instant network, tests)
             self.backend = backend(self.weights)
         else:
@@ -121,6 +115,20 @@ class EngineSide:
     def describe(self) -> str:
         w = self.weights
         return f"{w.blocks}x{w.filters} on {getattr(self.backend, 'name', '?')}"
+
+
+def load_verb_weights(weights_path: str):
+    """The network file read for a verb's games; SelfplayError with one line naming the file
+    when it is missing or cannot be read."""
+    from leelaz.backends.weights import WeightsError, load_weights
+
+    try:
+        return load_weights(weights_path)
+    except FileNotFoundError:
+        raise SelfplayError(f"weights file not found: {weights_path}") from None
+    except (OSError, WeightsError, ValueError, EOFError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise SelfplayError(f"cannot load weights {weights_path}: {text}") from None
 
 
 def verbs_plan(weights, batch_rows: int, *, cpu_only: bool, gpus=(), precision: str = "auto",

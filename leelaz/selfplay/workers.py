@@ -5,8 +5,8 @@ the life of a spawned child that plays a share of a job (`run_children`, `child_
 report each, ok, interrupted or one line of error), which the gating match's processes use too.
 Imports: multiprocessing, selfplay.store, selfplay.summary, selfplay.lifetime,
 backends.device_choice (the CUDA devices visible), backends.remote and selfplay.runner's
-verbs_plan (the shared network server, `--network-server`); what a worker plays
-(selfplay.run_games) is handed to it, as selfplay.py imports this module.
+load_verb_weights / verbs_plan (the shared network server, `--network-server`); what a
+worker plays (selfplay.run_games) is handed to it, as selfplay.py imports this module.
 
 Why processes: one process walks one tree at a time, so Python's tree work (a few hundred
 microseconds per playout) caps a process at a few thousand playouts/s whatever the network's
@@ -226,16 +226,10 @@ def _start_server(settings, weights: str, parallel: int, clients: int):
     would choose for a worker's calls (selfplay.runner.verbs_plan), its calls capped at
     SERVER_MAX_ROWS rows and at --batchsize when given."""
     from leelaz.backends.remote import NetworkServer
-    from leelaz.backends.weights import WeightsError, load_weights
-    from leelaz.selfplay.runner import verbs_plan
+    from leelaz.selfplay.runner import load_verb_weights, verbs_plan
     cfg = settings.engine
-    try:
-        loaded = load_weights(weights)
-    except (OSError, WeightsError, ValueError, EOFError) as exc:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        raise SelfplayError(f"cannot load weights {weights}: {text}") from None
-    plan = verbs_plan(loaded, parallel * settings.leaves_per_batch, cpu_only=cfg.cpu_only,
-                      gpus=cfg.gpus, precision=cfg.precision,
+    plan = verbs_plan(load_verb_weights(weights), parallel * settings.leaves_per_batch,
+                      cpu_only=cfg.cpu_only, gpus=cfg.gpus, precision=cfg.precision,
                       network_backend=cfg.network_backend, full_tuner=cfg.full_tuner)
     rows = min(n for n in (SERVER_MAX_ROWS, cfg.batchsize) if n)
     return NetworkServer(plan, weights, clients, max_rows=rows)
