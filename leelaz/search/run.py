@@ -248,7 +248,7 @@ class SearchRun:
             if self._stalled >= STALL_LIMIT:  # every descent ends in a repetition: give up
                 return False
         limits, progress = self.limits, self.progress
-        elapsed_cs = int((time.monotonic() - self.start) * 100)
+        elapsed_cs = int(self.elapsed() * 100)
         interval_cs, on_progress = progress.interval_cs, progress.on_progress
         if interval_cs and on_progress and elapsed_cs - self._last_output > interval_cs:
             self._last_output = self.progress_shown = elapsed_cs
@@ -332,20 +332,33 @@ class SearchRun:
         return LeafBatch(leaves, done, ratio)
 
     def submit(self, batch: LeafBatch) -> None:
-        """Hand the leaves' states to the evaluator; a failure takes their virtual loss off."""
-        began = time.monotonic()
-        try:
+        """Hand the leaves' states to the evaluator (`submit_timed`)."""
+        def call():
             if self.dynamic_komi is not None:  # a leaf is re-evaluated under its symmetry
                 batch.symmetries = self.dynamic_komi.symmetries(len(batch.leaves), self.rng)
-                pending = self.evaluator.submit(batch.states, batch.symmetries)
-            elif self.params.fixed_symmetry >= 0:  # --fixed-symmetry outside the modes
-                pending = self.evaluator.submit(batch.states, self.params.fixed_symmetry)
-            else:
-                pending = self.evaluator.submit(batch.states)
+                return self.evaluator.submit(batch.states, batch.symmetries)
+            if self.params.fixed_symmetry >= 0:  # --fixed-symmetry outside the modes
+                return self.evaluator.submit(batch.states, self.params.fixed_symmetry)
+            return self.evaluator.submit(batch.states)
+
+        self.submit_timed(batch, call)
+
+    def submit_timed(self, batch, call) -> None:
+        """`call()` submits the batch to the evaluator; its pending evaluation is kept timed
+        (`_Timed`, whose seconds per leaf size ponder batches), and a failure takes the
+        batch's virtual loss off. Both searches submit through here, so that they read one
+        clock (this module's `time`, which the equality tests replace by a fake one)."""
+        began = time.monotonic()
+        try:
+            pending = call()
         except BaseException:
             self.forget(batch)
             raise
         batch.pending = _Timed(pending, time.monotonic() - began)
+
+    def elapsed(self) -> float:
+        """Seconds since the run began (its reports' time), on the same clock."""
+        return time.monotonic() - self.start
 
     def forget(self, batch: LeafBatch) -> None:
         """Take the batch's virtual loss off again: the tree stays usable after a failure."""
@@ -567,7 +580,7 @@ class SearchRun:
             root = self.report_root(self.root, False)
         return stats.snapshot(root, self.color, self.root_state.move_num, move=move,
                               playouts=self.playouts, nodes=self.nodes,
-                              elapsed=time.monotonic() - self.start,
+                              elapsed=self.elapsed(),
                               ratio=self.params.lcb_min_visit_ratio)
 
     def root_report(self):

@@ -605,7 +605,7 @@ class CoreRun(SearchRun):
                     t, self._k, self.color, self.root_state.move_num,
                     _quantiles(int(t.visits[0])), self.params.lcb_min_visit_ratio, move=move,
                     playouts=self.playouts, nodes=self.nodes,
-                    elapsed=time.monotonic() - self.start, buffers=self._report_buffers)
+                    elapsed=self.elapsed(), buffers=self._report_buffers)
                 if result is not None:
                     return result
             self._write_back()
@@ -698,15 +698,9 @@ class CoreRun(SearchRun):
         if histories is None:
             super().submit(batch)
             return
-        began = time.monotonic()
         fixed = self.params.fixed_symmetry
-        try:
-            pending = self.evaluator.submit_histories(*histories,
-                                                      symmetry=fixed if fixed >= 0 else None)
-        except BaseException:
-            self.forget(batch)
-            raise
-        batch.pending = search_run._Timed(pending, time.monotonic() - began)
+        self.submit_timed(batch, lambda: self.evaluator.submit_histories(
+            *histories, symmetry=fixed if fixed >= 0 else None))
 
     def _python_states(self, buf: _Buffers, n: int) -> list[tuple]:
         """The leaves as the Python search makes them: each path's positions as Python Boards
