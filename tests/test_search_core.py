@@ -39,6 +39,7 @@ from leelaz.nn.cache import NNCache  # noqa: E402
 from leelaz.nn.features import SYMMETRIC_POINTS  # noqa: E402
 from leelaz.nn.network import Network  # noqa: E402
 from leelaz.search import merge, stats  # noqa: E402
+from leelaz.search.core import arrays as core_arrays  # noqa: E402
 from leelaz.search.core import run as core_run  # noqa: E402
 from leelaz.search.params import SearchParams  # noqa: E402
 from leelaz.search.search import UCTSearch  # noqa: E402
@@ -870,6 +871,44 @@ def test_a_visit_limited_run_sizes_its_arrays_once(monkeypatch, tiny_net, positi
         else:
             assert len(set(sizes)) > 1  # the growth policy: the arrays grew
     assert trees[0] == trees[1]
+
+
+def _huge_page_advised(values: np.ndarray) -> bool | None:
+    """Whether the kernel's mapping under `values` carries NumPy's huge-page advice ("hg" in
+    its VmFlags, /proc/self/smaps); None where there is no such record. An address a few
+    pages in: NumPy advises from the first page boundary of the buffer on."""
+    address = values.ctypes.data + 3 * 4096
+    try:
+        with open("/proc/self/smaps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    inside = False
+    for line in lines:
+        head = line.split(" ", 1)[0]
+        if "-" in head and not head.endswith(":"):  # a mapping: start-end perms ...
+            start, end = (int(x, 16) for x in head.split("-"))
+            inside = start <= address < end
+        elif inside and line.startswith("VmFlags:"):
+            return "hg" in line.split()[1:]
+    return None
+
+
+def test_the_trees_arrays_are_made_without_huge_page_advice():
+    """A tree's tiers, new and grown, are made without the huge-page advice that NumPy gives
+    other arrays this large (arrays._tier says why), by the kernel's own record of the
+    mappings. Each array here is larger than malloc's largest heap allocation (32 MB), so
+    it is a mapping of its own, never memory an advised array had before."""
+    rows = 1 << 23  # 64 MB of int64 visits, 32 MB of int32 cnode (untouched zeros)
+    if _huge_page_advised(np.zeros(rows, np.int64)) is not True:
+        pytest.skip("NumPy gives no huge-page advice here (not Linux, or turned off)")
+    tree = core_arrays.CoreTree(rows, 2 * rows)
+    assert _huge_page_advised(tree.visits) is False
+    assert _huge_page_advised(tree.cnode) is False
+    tree.reserve(2 * rows, 4 * rows)  # both tiers grow: new arrays
+    assert _huge_page_advised(tree.visits) is False
+    assert _huge_page_advised(tree.cnode) is False
+    assert _huge_page_advised(np.empty(rows, np.int64)) is True  # NumPy's switch is back
 
 
 def test_kernels_asked_for_before_any_search_are_ready():
