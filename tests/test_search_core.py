@@ -873,10 +873,10 @@ def test_a_visit_limited_run_sizes_its_arrays_once(monkeypatch, tiny_net, positi
     assert trees[0] == trees[1]
 
 
-def _huge_page_advised(values: np.ndarray) -> bool | None:
-    """Whether the kernel's mapping under `values` carries NumPy's huge-page advice ("hg" in
-    its VmFlags, /proc/self/smaps); None where there is no such record. An address a few
-    pages in: NumPy advises from the first page boundary of the buffer on."""
+def _huge_page_flags(values: np.ndarray) -> set[str] | None:
+    """The huge-page flags ("hg": advised, "nh": never) of the kernel's mapping under
+    `values` (VmFlags in /proc/self/smaps); None where there is no such record. An address
+    a few pages in: advice covers whole pages only."""
     address = values.ctypes.data + 3 * 4096
     try:
         with open("/proc/self/smaps") as f:
@@ -890,25 +890,55 @@ def _huge_page_advised(values: np.ndarray) -> bool | None:
             start, end = (int(x, 16) for x in head.split("-"))
             inside = start <= address < end
         elif inside and line.startswith("VmFlags:"):
-            return "hg" in line.split()[1:]
+            return set(line.split()[1:]) & {"hg", "nh"}
     return None
 
 
-def test_the_trees_arrays_are_made_without_huge_page_advice():
-    """A tree's tiers, new and grown, are made without the huge-page advice that NumPy gives
-    other arrays this large (arrays._tier says why), by the kernel's own record of the
-    mappings. Each array here is larger than malloc's largest heap allocation (32 MB), so
-    it is a mapping of its own, never memory an advised array had before."""
-    rows = 1 << 23  # 64 MB of int64 visits, 32 MB of int32 cnode (untouched zeros)
-    if _huge_page_advised(np.zeros(rows, np.int64)) is not True:
+def test_the_trees_arrays_are_never_backed_by_huge_pages():
+    """A tree's tiers, new and grown, lie in memory the kernel is told never to back with
+    huge pages, where NumPy advises huge pages for other arrays this large (arrays._tier
+    says why): by the kernel's own record of the mappings."""
+    rows = 1 << 22  # 32 MB of int64 visits, 16 MB of int32 cnode (untouched)
+    if _huge_page_flags(np.empty(rows, np.int64)) != {"hg"}:
         pytest.skip("NumPy gives no huge-page advice here (not Linux, or turned off)")
-    tree = core_arrays.CoreTree(rows, 2 * rows)
-    assert _huge_page_advised(tree.visits) is False
-    assert _huge_page_advised(tree.cnode) is False
-    tree.reserve(2 * rows, 4 * rows)  # both tiers grow: new arrays
-    assert _huge_page_advised(tree.visits) is False
-    assert _huge_page_advised(tree.cnode) is False
-    assert _huge_page_advised(np.empty(rows, np.int64)) is True  # NumPy's switch is back
+    tree = core_arrays.CoreTree(rows, rows)
+    assert _huge_page_flags(tree.visits) == {"nh"}
+    assert _huge_page_flags(tree.cnode) == {"nh"}
+    tree.reserve(2 * rows, 2 * rows)  # both tiers grow: new arrays
+    assert _huge_page_flags(tree.visits) == {"nh"}
+    assert _huge_page_flags(tree.cnode) == {"nh"}
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_tree_on_arrays_full_of_garbage_is_the_python_searchs(monkeypatch, tiny_net,
+                                                                positions, batch):
+    """No row of the tiers is read before it is written (they are made uncleared,
+    arrays._tier): with every new tier array full of garbage, the compiled search grows
+    the Python search's trees, move after move with the tree reused."""
+    made = []
+
+    def garbage(size, dtype):
+        array_ = np.empty(size, dtype)
+        array_.view(np.uint8)[:] = 0xA5
+        made.append(size)
+        return array_
+
+    trees = {}
+    for mode in ("python", "compiled"):
+        monkeypatch.setenv(core_run.CORE_VARIABLE, mode)
+        search = UCTSearch(tiny_net(), SearchParams(max_visits=300, batch_size=batch,
+                                                    quiet=True, timemanage="off",
+                                                    fixed_symmetry=0), rng=3)
+        state = positions[1].copy()
+        moves = []
+        with monkeypatch.context() as patched:
+            patched.setattr(core_arrays, "_tier", garbage)
+            for _ in range(3):
+                moves.append(search.think(state, state.to_move, use_clock=False).move)
+                state.play(state.to_move, moves[-1])
+        trees[mode] = (moves, _signature(search.root))
+    assert made  # the compiled search's trees came to garbage
+    assert trees["compiled"] == trees["python"]
 
 
 def test_kernels_asked_for_before_any_search_are_ready():

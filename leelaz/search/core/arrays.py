@@ -16,6 +16,9 @@ prepared root's tree in; `to_root` writes the grown tree back into the same root
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import sys
 from array import array
 
 import numpy as np
@@ -43,42 +46,43 @@ GROWTH = 4
 _NO_NODES = memoryview(np.full(362, -1, np.int32).tobytes())
 
 
-def _madvise_setter():
-    """NumPy's switch of its huge-page advice (process-wide; returns the old setting), or
-    None where this NumPy has none."""
-    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        try:
-            module = __import__(name, fromlist=["_set_madvise_hugepage"])
-        except ImportError:
-            continue
-        setter = getattr(module, "_set_madvise_hugepage", None)
-        if setter is not None:
-            return setter
-    return None
-
-
-_SET_MADVISE = _madvise_setter()
-
-
-def _tier(make, size: int, dtype) -> np.ndarray:
-    """`make(size, dtype)` (np.zeros, np.empty) without NumPy's advice to the kernel to back
-    the array with huge pages.
-
-    Why: with transparent huge pages at `madvise` and their `defrag` at `madvise` (common
-    defaults), that advice has a page fault in a fresh array wait while the kernel compacts
-    memory into a huge page. On a KVM guest a new tier's first writes took 36.7 us a 4 KB
-    page with the advice and 3.4 without, and `from_root` took over 100 ms on 10 of 66
-    moves at 0.5 s a move (up to 450 ms) against 1-3 of 66 without (docs/log.md,
-    2026-12-02); the descents measured no slower without it. (Heap memory that an advised
-    array had, and that malloc hands out again, keeps the advice: numpy/numpy#31590. A
-    fresh mapping a tier avoided that but faulted in every page anew: slower.)"""
-    if _SET_MADVISE is None:
-        return make(size, dtype)
-    was = _SET_MADVISE(False)
+def _madvise():
+    """libc's madvise where there is one (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        return make(size, dtype)
-    finally:
-        _SET_MADVISE(was)
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_MADVISE = _madvise()
+_MADV_NOHUGEPAGE = 15  # linux/mman.h
+_PAGE = mmap.PAGESIZE
+
+
+def _tier(size: int, dtype) -> np.ndarray:
+    """An array for a tier, its rows unset (a row is written before it is read), that the
+    kernel is told never to back with huge pages (MADV_NOHUGEPAGE).
+
+    Why: NumPy advises the kernel to back large arrays with huge pages, and that advice
+    stays on heap memory after the array is freed (numpy/numpy#31590). With transparent
+    huge pages at `madvise` and their `defrag` at `madvise` (common defaults), a page fault
+    in advised memory waits while the kernel compacts memory into a huge page: on a KVM
+    guest a new tier's first writes took 36.7 us a 4 KB page with the advice and 3.4
+    without, and `from_root` took over 100 ms on 6-11 of 66 moves at 0.5 s a move (up to
+    450 ms) against 1-3 of 66 without (docs/log.md, 2026-12-02). The descents measured no
+    slower without huge pages."""
+    array_ = np.empty(size, dtype)
+    if _MADVISE is not None and array_.nbytes >= 2 * _PAGE:
+        start = -(-array_.ctypes.data // _PAGE) * _PAGE  # whole pages inside the array
+        end = (array_.ctypes.data + array_.nbytes) // _PAGE * _PAGE
+        if end > start:
+            _MADVISE(start, end - start, _MADV_NOHUGEPAGE)  # advice only: never fatal
+    return array_
 
 
 class NotCovered(Exception):
@@ -91,9 +95,9 @@ class CoreTree:
 
     def __init__(self, nodes: int = 1024, children: int = 16384):
         for name, dtype in _NODE_FIELDS:
-            setattr(self, name, _tier(np.zeros, nodes, dtype))
+            setattr(self, name, _tier(nodes, dtype))
         for name, dtype in _CHILD_FIELDS:
-            setattr(self, name, _tier(np.zeros, children, dtype))
+            setattr(self, name, _tier(children, dtype))
         self.nodes_used = np.zeros(1, np.int64)
         self.children_used = np.zeros(1, np.int64)
         self.objects: list[UCTNode | None] = []  # node row -> the UCTNode it came from
@@ -110,7 +114,7 @@ class CoreTree:
             size = max(need, growth * len(self.visits))
             for name, _ in _NODE_FIELDS:
                 old = getattr(self, name)
-                new = _tier(np.empty, size, old.dtype)  # rows are written before read
+                new = _tier(size, old.dtype)
                 new[:len(old)] = old
                 setattr(self, name, new)
         need = int(self.children_used[0]) + children
@@ -118,7 +122,7 @@ class CoreTree:
             size = max(need, growth * len(self.cnode))
             for name, _ in _CHILD_FIELDS:
                 old = getattr(self, name)
-                new = _tier(np.empty, size, old.dtype)
+                new = _tier(size, old.dtype)
                 new[:len(old)] = old
                 setattr(self, name, new)
 
