@@ -19,6 +19,7 @@ import time
 from leelaz.nn.cache import NNCache
 from leelaz.search import run as run_module
 from leelaz.search.core import run as core_run
+from leelaz.search.core.arrays import CoreTree
 from leelaz.search.params import SearchParams
 from leelaz.search.search import UCTSearch
 from leelaz.tools.bench.search import game_position, make_network
@@ -49,35 +50,54 @@ def _timed_write_back(original):
     return write_back
 
 
+def _timed_from_root(original):
+    """The reused tree into the compiled core's arrays (before the first batch)."""
+    def from_root(cls, root):
+        began = time.perf_counter()
+        try:
+            return original(cls, root)
+        finally:
+            MARKS["from_root"] += time.perf_counter() - began
+    return classmethod(from_root)
+
+
 def main() -> None:
     budget = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     moves = int(sys.argv[2]) if len(sys.argv) > 2 else 8
     run_module.SearchRun.run = _timed_run(run_module.SearchRun.run)
     core_run.CoreRun.run = _timed_run(core_run.CoreRun.run)  # the default search
     core_run.CoreRun._write_back = _timed_write_back(core_run.CoreRun._write_back)
+    CoreTree.from_root = _timed_from_root(CoreTree.from_root.__func__)
     network = make_network(None, "numpy")
     network.cache = NNCache(200_000)
     search = UCTSearch(network, SearchParams(batch_size=16, timemanage="off"), rng=1,
                        log=lambda text: None)
     state = game_position(120)
-    before, after = [], []
+    before, after, trees_in = [], [], []
     for i in range(moves):
+        MARKS["from_root"] = 0.0
         began = time.perf_counter()
         result = search.think(state, state.to_move, time_limit_cs=budget, use_clock=False)
         ended = time.perf_counter()
         before.append(MARKS["first batch"] - began)
         after.append(ended - MARKS["last batch"])
+        trees_in.append(MARKS["from_root"])
         print(f"move {120 + i}: {1e3 * (ended - began):.1f} ms, {search.playouts} playouts, "
               f"root {search.root.visits} visits; before the first batch "
-              f"{1e3 * before[-1]:.1f} ms, after the last {1e3 * after[-1]:.1f} ms (the "
+              f"{1e3 * before[-1]:.1f} ms (from_root {1e3 * MARKS['from_root']:.1f} ms), "
+              f"after the last {1e3 * after[-1]:.1f} ms (the "
               f"core's write-back {1e3 * MARKS.get('write-back', 0.0):.1f} ms)")
         state.play(state.to_move, result.move)
         if hasattr(search, "release_discarded"):  # the GTP loop's, after the reply
             search.release_discarded()
     later = before[1:]  # the first move has no tree to reuse
+    reused = trees_in[1:]
     print(f"mean before the first batch (moves with a reused tree) "
           f"{1e3 * sum(later) / len(later):.1f} ms, after the last "
           f"{1e3 * sum(after) / len(after):.1f} ms")
+    print(f"from_root (moves with a reused tree): mean {1e3 * sum(reused) / len(reused):.1f} "
+          f"ms, max {1e3 * max(reused):.1f} ms, over 100 ms on "
+          f"{sum(t > 0.1 for t in reused)} of {len(reused)} moves")
 
 
 if __name__ == "__main__":
