@@ -62,6 +62,11 @@ def _madvise():
 _MADVISE = _madvise()
 _MADV_NOHUGEPAGE = 15  # linux/mman.h
 _PAGE = mmap.PAGESIZE
+#: NumPy advises huge pages for arrays of this many bytes or more (numpy/_core/src/
+#: multiarray/alloc.c), and only such tiers are marked: a mark on a smaller one, inside
+#: malloc's heap, would split the heap's mapping for little (a self-play tree at 400 visits
+#: has tiers of 0.3-1.2 MB).
+_ADVISED_BYTES = 1 << 22
 
 
 def _tier(size: int, dtype) -> np.ndarray:
@@ -77,7 +82,7 @@ def _tier(size: int, dtype) -> np.ndarray:
     450 ms) against 1-3 of 66 without (docs/log.md, 2026-12-02). The descents measured no
     slower without huge pages."""
     array_ = np.empty(size, dtype)
-    if _MADVISE is not None and array_.nbytes >= 2 * _PAGE:
+    if _MADVISE is not None and array_.nbytes >= _ADVISED_BYTES:
         start = -(-array_.ctypes.data // _PAGE) * _PAGE  # whole pages inside the array
         end = (array_.ctypes.data + array_.nbytes) // _PAGE * _PAGE
         if end > start:
