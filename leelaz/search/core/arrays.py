@@ -78,7 +78,7 @@ def _tier(size: int, dtype) -> np.ndarray:
     huge pages at `madvise` and their `defrag` at `madvise` (common defaults), a page fault
     in advised memory waits while the kernel compacts memory into a huge page: on a KVM
     guest a new tier's first writes took 36.7 us a 4 KB page with the advice and 3.4
-    without, and `from_root` took over 100 ms on 6-11 of 66 moves at 0.5 s a move (up to
+    without, and `from_root` took over 100 ms on 6-14 of 66 moves at 0.5 s a move (up to
     450 ms) against 1-3 of 66 without (docs/log.md, 2026-12-02). The descents measured no
     slower without huge pages."""
     array_ = np.empty(size, dtype)
