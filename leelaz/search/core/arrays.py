@@ -1,7 +1,8 @@
 """The compiled core's tree: node and child tiers as NumPy arrays, their growth, and the
 conversions from and to the Python tree (search/node.py's UCTNode).
 
-Owns: `CoreTree`. Imports: numpy, search.node (UCTNode, the statuses, M2_START).
+Owns: `CoreTree`. Imports: numpy, ctypes (libc's madvise, `_tier`), search.node (UCTNode, the
+statuses, M2_START).
 
 Why two tiers (Leela Zero's UCTNodePointer and UCTNode): most children are never visited, so
 a child is a compact row (move int16, prior float32, node index or -1: 10 bytes), and only a
