@@ -434,6 +434,52 @@ def test_the_server_answers_every_client_its_own_rows_in_one_call():
     assert backend.calls == [4, 4]  # requests that waited together went in one call
 
 
+def test_the_server_never_waits_on_a_client_that_is_sending_its_next_request():
+    """Self-play's worker sends its next batch before it reads the answer to the last one.
+    With a GPU's batches (hundreds of rows: an answer of 363 floats a row is far more than a
+    pipe holds), a server that wrote the answer while the client wrote its next request
+    would wait on the client as the client waited on it: both stop for good."""
+    import threading
+    import time
+
+    from leelaz.backends.base import PACKED_ROW
+
+    backend = _RowSums(packed=True)
+    clients, thread, counters = _serve_in_thread(backend, 2)
+    rows = 600  # an answer of 871 kB, a request of 2.1 MB: several times a pipe's buffer
+    rng = np.random.default_rng(5)
+    requests = [rng.integers(0, 4, rows * (PACKED_ROW + 2), dtype=np.uint8).tobytes()
+                for _ in range(3)]
+    want = [np.frombuffer(r[:rows * PACKED_ROW], dtype=np.uint8).reshape(rows, PACKED_ROW)
+            .sum(axis=1).astype(np.float32) for r in requests]
+    got: dict = {}
+
+    def play(index, client):
+        # Three requests, each sent before the last one's answer is read, with a pause
+        # between them (the trees' walk for the next batch) in which the server answers.
+        pendings = []
+        for r in requests:
+            pendings.append(client.submit_packed(r, rows))
+            time.sleep(0.2)
+        got[index] = [p.result()[1] for p in pendings]
+
+    players = [threading.Thread(target=play, args=(i, c), daemon=True)
+               for i, c in enumerate(clients)]
+    for player in players:
+        player.start()
+    for player in players:
+        player.join(30)
+    assert not any(p.is_alive() for p in players), "the server and a client wait on each other"
+    for index in range(len(clients)):
+        for values, expected in zip(got[index], want):
+            np.testing.assert_array_equal(values, expected)
+    for c in clients:
+        c.conn.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert counters["rows"] == 2 * 3 * rows
+
+
 def test_the_server_joins_packed_positions_and_respects_max_batch():
     from leelaz.nn.features import packed_inputs
 

@@ -29,6 +29,12 @@ pipe closes or says ("quit",).
 
 Two calls at most are in flight: while the device computes one, the server reads the next
 requests and sends them as the second call, so the device is not idle between calls.
+
+The server's loop never writes to a pipe itself: each client's answers go out from a thread
+of its own (`_Replies`). A client sends its next request before it reads the last answer
+(self-play walks its trees for the next batch meanwhile), and on a GPU both are far larger
+than a pipe holds; a loop that wrote the answer while that client wrote its request would
+wait on the client as the client waited on it, for good.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import os
+import queue
 import struct
 import sys
+import threading
 import time
 from multiprocessing.connection import wait
 
@@ -141,6 +149,14 @@ def serve(backend: Backend, clients: list, control=None, max_rows: int = 0) -> d
     RoundBatch (backends/mux.py: at most `max_rows` and the backend's max_batch rows a call,
     a request never split)."""
     clients = list(clients)
+    replies = _Replies(clients)
+    try:
+        return _serve(backend, clients, control, max_rows, replies)
+    finally:
+        replies.close()
+
+
+def _serve(backend: Backend, clients: list, control, max_rows: int, replies: _Replies) -> dict:
     batch = RoundBatch(_ErrorsKept(backend), max_rows)
     counters = {"calls": 0, "rows": 0, "submit_s": 0.0, "answer_s": 0.0}
     clock = time.perf_counter
@@ -169,7 +185,7 @@ def serve(backend: Backend, clients: list, control=None, max_rows: int = 0) -> d
             counters["calls"], counters["rows"] = batch.calls, batch.rows
         elif in_flight:
             began = clock()
-            _answer(in_flight.popleft())
+            _answer(in_flight.popleft(), replies)
             counters["answer_s"] += clock() - began
     return counters
 
@@ -199,20 +215,20 @@ def _submit(batch: RoundBatch, requests: list) -> list[list]:
     return calls
 
 
-def _answer(call: list) -> None:
+def _answer(call: list, replies: _Replies) -> None:
     """Wait for a call and send each client its rows (or the call's error)."""
     try:
         answers = [share.result() for _, _, share in call]
     except Exception as exc:  # noqa: BLE001 - the clients get the error, the server goes on
         text = f"{type(exc).__name__}: {exc}".encode()
         for conn, request, _ in call:
-            _send_bytes(conn, REPLY.pack(request, FAILED) + text)
+            replies.send(conn, REPLY.pack(request, FAILED) + text)
         return
     for (conn, request, _), (logits, values) in zip(call, answers):
         logits = np.ascontiguousarray(logits, dtype=np.float32).reshape(-1, POLICY_OUTPUTS)
         values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
-        _send_bytes(conn, REPLY.pack(request, len(values)) + logits.tobytes()
-                    + values.tobytes())
+        replies.send(conn, REPLY.pack(request, len(values)) + logits.tobytes()
+                     + values.tobytes())
 
 
 class _ErrorsKept(Backend):
@@ -263,11 +279,46 @@ def _send(conn, msg) -> bool:
         return False
 
 
-def _send_bytes(conn, data: bytes) -> None:
-    try:
-        conn.send_bytes(data)
-    except (OSError, ValueError):
-        pass  # a client that went away: the loop drops it at its end of file
+class _Replies:
+    """The answers on their way to the clients: one thread a client writes its answers in
+    order, so that the server's loop goes on reading requests while a client's pipe is full
+    (see the module docstring). `close()` lets every thread finish what it was given."""
+
+    def __init__(self, clients: list):
+        self._queues: dict = {}
+        self._threads = []
+        for conn in clients:
+            out: queue.SimpleQueue = queue.SimpleQueue()
+            thread = threading.Thread(target=_write_replies, args=(conn, out),
+                                      name="leelaz-network-replies", daemon=True)
+            thread.start()
+            self._queues[conn] = out
+            self._threads.append(thread)
+
+    def send(self, conn, data: bytes) -> None:
+        self._queues[conn].put(data)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Wait, `timeout` seconds in all, for the answers given to be written: a client
+        that stopped reading must not hold up the server's end."""
+        for out in self._queues.values():
+            out.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _write_replies(conn, out: queue.SimpleQueue) -> None:
+    """One client's answers, in the order given, until None; a client that went away gets
+    no more (the server's loop drops it at its end of file)."""
+    gone = False
+    while (data := out.get()) is not None:
+        if gone:
+            continue
+        try:
+            conn.send_bytes(data)
+        except (OSError, ValueError):
+            gone = True
 
 
 class ServerClient:
