@@ -37,6 +37,8 @@ from leelaz.search.search import UCTSearch
 from leelaz.tools.bench.search import game_position
 
 SPENT: collections.Counter = collections.Counter()
+#: The parts in the order they were wrapped: each "of it" line under its whole.
+LABELS: list[str] = []
 
 
 class _PackedInstant(RandomBackend):
@@ -52,6 +54,7 @@ class _PackedInstant(RandomBackend):
 
 def _timed(owner, name: str, label: str) -> None:
     original = getattr(owner, name)
+    LABELS.append(label)
 
     def timed(*args, **kwargs):
         began = time.perf_counter()
@@ -122,8 +125,8 @@ def main() -> None:
                       f"{1000 * (ended - stopped[0]):.0f} ms", flush=True)
         total = time.perf_counter() - began_all
     print(f"{playouts / total:,.0f} playouts/s over the three; us a playout:")
-    for label, seconds in sorted(SPENT.items(), key=lambda kv: -kv[1]):
-        print(f"  {label:34s} {seconds / playouts * 1e6:7.1f}")
+    for label in LABELS:
+        print(f"  {label:34s} {SPENT[label] / playouts * 1e6:7.1f}")
     print(f"  {'(all)':34s} {total / playouts * 1e6:7.1f}")
 
 
