@@ -395,6 +395,73 @@ def test_a_reused_tree_goes_into_the_arrays_child_by_child(monkeypatch, tiny_net
     assert np.array_equal(tree.cprior[:m], np.array(priors, np.float32))
 
 
+def _same_arrays(a, b) -> None:
+    n, m = int(a.nodes_used[0]), int(a.children_used[0])
+    assert (n, m) == (int(b.nodes_used[0]), int(b.children_used[0]))
+    for name, _ in core_arrays._NODE_FIELDS:
+        assert np.array_equal(getattr(a, name)[:n], getattr(b, name)[:n]), name
+    for name, _ in core_arrays._CHILD_FIELDS:
+        assert np.array_equal(getattr(a, name)[:m], getattr(b, name)[:m]), name
+    assert len(a.objects) == len(b.objects) and all(
+        x is y for x, y in zip(a.objects, b.objects))
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("noise", [False, True])
+def test_the_kept_tree_copied_is_the_tree_read_from_the_nodes(monkeypatch, tiny_net,
+                                                               positions, batch, noise):
+    """CoreTree.from_kept (the last call's arrays, the rows below the root's children
+    copied by the kernels) against CoreTree.from_root (every row read from the UCTNodes)
+    at each reuse: genmoves with the tree reused two moves down, a ponder on the
+    opponent's turn (one move down) and a genmove on the position just analysed (the same
+    root); every field of every row, and the same UCTNode behind each row."""
+    CoreTree = core_arrays.CoreTree
+    copied = []
+    original = CoreTree.from_kept.__func__
+
+    def checked(cls, kept, root, kernels):
+        tree = original(cls, kept, root, kernels)
+        if tree is not None:
+            _same_arrays(tree, CoreTree.from_root(root))
+            copied.append((int(tree.nodes_used[0]), len(root.children)))
+        return tree
+
+    monkeypatch.setattr(CoreTree, "from_kept", classmethod(checked))
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=400, batch_size=batch, quiet=True,
+                                                timemanage="off", noise=noise), rng=5)
+    state = positions[2].copy()
+    for _ in range(3):
+        state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
+    search.ponder(state, should_stop=lambda: False, max_visits=600)
+    state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
+    search.ponder(state, should_stop=lambda: False, max_visits=1000)  # one move down
+    search.think(state, state.to_move, use_clock=False)
+    assert len(copied) >= 4
+    assert any(n > k + 1 for n, k in copied)  # rows below the root's children were copied
+
+
+def test_the_kept_tree_goes_to_the_next_call_only(monkeypatch, tiny_net, positions):
+    """The arrays kept after a call on the core are the next call's only: a call on the
+    Python search in between (which changes the UCTNodes) leaves none for the call after."""
+    search = UCTSearch(tiny_net(), SearchParams(max_visits=200, batch_size=4, quiet=True,
+                                                timemanage="off"), rng=2)
+    state = positions[1].copy()
+    state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
+    assert search._core_kept is not None
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "python")
+    state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
+    assert search._core_kept is None
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    used = []
+    original = core_arrays.CoreTree.from_kept.__func__
+    monkeypatch.setattr(core_arrays.CoreTree, "from_kept", classmethod(
+        lambda cls, *args: used.append(1) or original(cls, *args)))
+    search.think(state, state.to_move, use_clock=False)
+    assert not used and search._core_kept is not None
+    search.reset()
+    assert search._core_kept is None
+
+
 def test_tree_statistics_on_the_arrays_are_the_walks(monkeypatch, tiny_net, positions):
     """core/kernels.tree_stats (a genmove's `average depth` and `non leaf nodes` lines)
     counts what stats.tree_stats_counts counts walking the UCTNodes, on trees the core grew

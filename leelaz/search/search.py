@@ -159,6 +159,9 @@ class UCTSearch:
         self.dynamic_komi = None
         #: The last tree the reuse left behind, alive until `release_discarded`.
         self._discarded: UCTNode | None = None
+        #: The last call's compiled-core arrays, in step with the UCTNodes (CoreRun.kept_tree),
+        #: for the next call's reuse; None when that call was not on the core.
+        self._core_kept = None
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -166,6 +169,7 @@ class UCTSearch:
         self.root = None
         self._discarded = None
         self._last_state = None
+        self._core_kept = None
         self.nodes = 0
 
     def release_discarded(self) -> None:
@@ -287,10 +291,14 @@ class UCTSearch:
         if restrictions is not None and restrictions.has_move_restrictions:
             self._last_state = None  # a reused tree may hold avoided moves
         root_state = to_move(state, color)
+        # The last call's arrays go to this call's compiled core (CoreTree.from_kept) and to
+        # no later one: any other run may change the UCTNodes they mirror.
+        kept, self._core_kept = self._core_kept, None
         self._update_root(root_state)
         started = time.monotonic() if started is None else started
         self.current = SearchRun(self, root_state, color, started, restrictions)
         self.current.caller_state = state
+        self.current.core_kept = kept
         return self.current
 
     def start_move(self, state, color: int | None = None, *,
@@ -384,6 +392,7 @@ class UCTSearch:
         active again."""
         self._take_counts(run)
         self.current = None
+        self._core_kept = run.kept_tree() if isinstance(run, core.CoreRun) else None
         for c in run.root.children:
             if c.status == PRUNED:
                 c.status = ACTIVE

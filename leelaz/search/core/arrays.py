@@ -12,7 +12,9 @@ Why conversions: the core runs a search's batches; everything before and after t
 reuse, the root's preparation and noise, the move choice, statistics, LCB, resignation,
 principal variations) is the Python search's own code on UCTNodes. `from_root` copies the
 prepared root's tree in; `to_root` writes the grown tree back into the same root object
-(the nodes that came in keep their identity, their positions too).
+(the nodes that came in keep their identity, their positions too). `from_kept` makes
+from_root's arrays for the next call from the last call's arrays, kept in step with the
+UCTNodes, reading only the root and its children from the UCTNodes.
 """
 
 from __future__ import annotations
@@ -197,10 +199,89 @@ class CoreTree:
         tree._remember_written()
         return tree
 
+    @classmethod
+    def from_kept(cls, kept: CoreTree, root: UCTNode, kernels) -> CoreTree | None:
+        """`from_root(root)`, the same rows, with the nodes below the root's children copied
+        from `kept` by two compiled calls (`kernels.subtree_order`, `copy_subtrees`)
+        instead of read from the UCTNodes: `kept` is the last search's tree, written back
+        into these UCTNodes at its end and not changed since (UCTSearch keeps it from one
+        call to the next; any other search in between drops it). `root` is a node of it
+        two moves down at most; the root and its children, which `prepare_root` changed
+        (inflated, noise, superko, time management's pruning undone), come from the
+        UCTNodes. None when `root` is not found there or a root child disagrees with its
+        row (the caller uses from_root).
+
+        Why: at 0.5 s a move the reused tree's walk over the UCTNodes took 16 ms a move on
+        average (up to 60) of the 515, a node at a time (docs/log.md, 2026-12-02)."""
+        if root._moves or (root.psa_ratio > 0.0 and root.expanded):
+            return None
+        objects = kept.objects
+        at = _row_of(kept, root)
+        if at < 0:
+            return None
+        lo, inf = int(kept.first[at]), int(kept.inflated[at]) if kept.expanded[at] else 0
+        rows = {id(objects[r]): r for r in kept.cnode[lo:lo + inf].tolist()}
+        kids = root.children
+        k = len(kids)
+        starts = np.full(k, -1, np.int64)
+        for i, c in enumerate(kids):
+            r = rows.get(id(c), -1)
+            if r < 0:
+                if c.expanded or c.children:
+                    return None  # a child the last search did not make: not fresh
+                continue
+            if (c.visits != kept.visits[r] or c.expanded != kept.expanded[r]
+                    or len(c.children) != kept.inflated[r]
+                    or (len(c._moves) if c._moves else len(c.children)) != kept.count[r]
+                    or (c.psa_ratio > 0.0 and c.expanded)):
+                return None
+            starts[i] = r
+        order = np.empty(int(kept.nodes_used[0]) + k, np.int64)
+        n, below = kernels.subtree_order(starts, kept.expanded, kept.first, kept.count,
+                                         kept.inflated, kept.cnode, order)
+        tree = cls(max(1024, GROWTH * (n + 1)), max(16384, GROWTH * (k + below)))
+        m = kernels.copy_subtrees(order, n, k, 1, k, kept.visits, kept.wins, kept.m2,
+                                  kept.vl, kept.prior, kept.net, kept.status, kept.expanded,
+                                  kept.first, kept.count, kept.inflated, kept.nmove,
+                                  kept.cnode, kept.cmove, kept.cprior, tree.visits, tree.wins,
+                                  tree.m2, tree.vl, tree.prior, tree.net, tree.status,
+                                  tree.expanded, tree.first, tree.count, tree.inflated,
+                                  tree.nmove, tree.cnode, tree.cmove, tree.cprior)
+        # The root and its children from the UCTNodes, as from_root reads them.
+        for d, u in enumerate([root, *kids]):
+            tree.visits[d] = u.visits
+            tree.wins[d] = u.black_wins
+            tree.m2[d] = u.m2
+            tree.vl[d] = u.virtual_loss
+            tree.prior[d] = u.prior
+            tree.net[d] = u.net_eval
+            tree.status[d] = u.status
+            tree.nmove[d] = u.move
+        tree.expanded[0] = root.expanded
+        tree.first[0] = 0
+        tree.count[0] = k if root.expanded else 0
+        tree.inflated[0] = k if root.expanded else 0
+        if k:
+            tree.cnode[:k] = np.arange(1, k + 1, dtype=np.int32)
+            tree.cmove[:k] = [c.move for c in kids]
+            tree.cprior[:k] = np.array([c.prior for c in kids], np.float32)
+        tree.nodes_used[0] = n + 1
+        tree.children_used[0] = m
+        tree.objects = [root, *kids, *[objects[r] for r in order[k:n].tolist()]]
+        tree._remember_written()
+        return tree
+
     # ------------------------------------------------------------------ out
     def rows_written(self) -> int:
         """The node rows the UCTNodes had at the last write-back (or `from_root`)."""
         return len(self._written[0])
+
+    def in_sync(self) -> bool:
+        """Whether the UCTNodes hold every row as it is now (`to_root` would write none)."""
+        n = int(self.nodes_used[0])
+        return n == self.rows_written() and all(
+            np.array_equal(getattr(self, name)[:n], before)
+            for name, before in zip(_WATCHED, self._written))
 
     def _remember_written(self) -> None:
         """What the UCTNodes hold now (see `to_root`)."""
@@ -280,6 +361,22 @@ class CoreTree:
         del move_bytes, prior_bytes  # the tiers may grow (reserve) once these are gone
         self._remember_written()
         return objects[0]
+
+
+def _row_of(kept: CoreTree, node: UCTNode) -> int:
+    """The row of `node` in `kept`: its root, or a node one or two moves below; -1 if not."""
+    objects = kept.objects
+    level = [0]
+    for depth in range(3):
+        below = []
+        for r in level:
+            if objects[r] is node:
+                return r
+            if depth < 2 and kept.expanded[r]:
+                lo = int(kept.first[r])
+                below += kept.cnode[lo:lo + int(kept.inflated[r])].tolist()
+        level = below
+    return -1
 
 
 assert M2_START == 1e-4  # kernels.M2_START repeats it

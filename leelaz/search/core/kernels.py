@@ -5,7 +5,8 @@ Owns: `collect` (Leela Zero's UCTSearch::play_simulation descents under virtual 
 UCTNode::uct_select_child's PUCT, FPU reduction and virtual loss, the moves played on a
 mailbox board with captures and the positional-superko test), `expansion_keys` and `attach`
 (each leaf's legal moves, pass rule, renormalised priors; its children in Leela Zero's order,
-sorted by NumPy in between; then the backups) and the board helpers they share. Imports: numpy and numba only.
+sorted by NumPy in between; then the backups), `subtree_order` and `copy_subtrees` (a reused
+tree's rows) and the board helpers they share. Imports: numpy and numba only.
 
 Each is the deliberate compiled copy of the Python reference, which stays the authority:
 - selection: `UCTNode.select_child` (search/node.py; src/UCTNode.cpp uct_select_child),
@@ -20,6 +21,8 @@ Each is the deliberate compiled copy of the Python reference, which stays the au
   `stats.principal_variation` (`best_child`, `principal_variations`; core/report.py);
 - expansion: `expansion.expand_batch` / `children_of` and `pass_allowed` (src/UCTNode.cpp
   create_children);
+- a reused tree into new arrays: `CoreTree.from_root`'s numbering, copied from the last
+  call's arrays (`subtree_order`, `copy_subtrees`; core/arrays.py `from_kept`);
 - the collection loop and backup: `SearchRun.collect` / `_descend` and `node.backup`.
 tests/test_search_core.py grows the same trees with both, move for move.
 
@@ -654,6 +657,79 @@ def attach(n, keys, winrates, vlw, visits, wins, m2, vl, net, expanded, first, c
     for i in range(n):
         _backup(paths[i], lengths[i], values[i], vlw, visits, wins, m2, vl)
     return made
+
+
+@njit(cache=CACHE, nogil=True)
+def subtree_order(starts, expanded, first, count, inflated, cnode, order):
+    """The rows under `starts` (old node rows; -1 for none) breadth first, as
+    CoreTree.from_root numbers a tree's nodes: `order` [: n] gets `starts`, then each row's
+    inflated children in turn. Returns (n, the child rows of the rows with an old row)."""
+    n = len(starts)
+    children = 0
+    for i in range(n):
+        order[i] = starts[i]
+    i = 0
+    while i < n:
+        r = order[i]
+        i += 1
+        if r < 0 or not expanded[r]:
+            continue
+        children += count[r]
+        for j in range(first[r], first[r] + inflated[r]):
+            order[n] = cnode[j]
+            n += 1
+    return n, children
+
+
+@njit(cache=CACHE, nogil=True)
+def copy_subtrees(order, n, k, row0, m0, visits, wins, m2, vl, prior, net, status, expanded,
+                  first, count, inflated, nmove, cnode, cmove, cprior, nvisits, nwins, nm2,
+                  nvl, nprior, nnet, nstatus, nexpanded, nfirst, ncount, ninflated, nnmove,
+                  ncnode, ncmove, ncprior):
+    """The rows `order` [: n] (subtree_order's, its first `k` the starts) copied to the new
+    tree's rows row0 .. row0 + n - 1 and their children to the child rows from m0 on, as
+    from_root writes them: an inflated child's node index renumbered to its new row, an
+    uninflated one's -1. A row without an old one (-1) is left unexpanded and childless
+    (its statistics are the caller's). Returns the child rows used."""
+    m = m0
+    below = k  # where in `order` the next copied row's inflated children are
+    for i in range(n):
+        r = order[i]
+        d = row0 + i
+        if r < 0:
+            nexpanded[d] = False
+            nfirst[d] = 0
+            ncount[d] = 0
+            ninflated[d] = 0
+            continue
+        nvisits[d] = visits[r]
+        nwins[d] = wins[r]
+        nm2[d] = m2[r]
+        nvl[d] = vl[r]
+        nprior[d] = prior[r]
+        nnet[d] = net[r]
+        nstatus[d] = status[r]
+        nnmove[d] = nmove[r]
+        if not expanded[r]:
+            nexpanded[d] = False
+            nfirst[d] = 0
+            ncount[d] = 0
+            ninflated[d] = 0
+            continue
+        nexpanded[d] = True
+        c = count[r]
+        inf = inflated[r]
+        lo = first[r]
+        nfirst[d] = m
+        ncount[d] = c
+        ninflated[d] = inf
+        for j in range(c):
+            ncmove[m + j] = cmove[lo + j]
+            ncprior[m + j] = cprior[lo + j]
+            ncnode[m + j] = row0 + below + j if j < inf else -1
+        below += inf
+        m += c
+    return m
 
 
 @njit(cache=CACHE, nogil=True)

@@ -22,7 +22,8 @@ Covered: `UCTSearch.think` (genmove, lz-genmove_analyze), `UCTSearch.ponder` (po
 lz-analyze) and a driver's steps after `UCTSearch.start_move` (self-play: `collect`, `apply`
 or `apply_evaluations`, `after_batch`, which writes the tree back when it stops the run, then
 `finish`), at any batch size, noise, time management (pruning included), tree reuse (through
-the conversions), move restrictions (avoid/allow: the leaves' expansion filters their points
+the conversions; the last call's arrays, `kept_tree`, give the next call's through
+`CoreTree.from_kept`), move restrictions (avoid/allow: the leaves' expansion filters their points
 as SearchRun.expand does), progress reports (the UCTNodes are brought up to date before each
 snapshot, writing only the rows changed since the last), memory limits (the run hands its
 tree back to the Python search once memory pressure trims expansions, see `_hand_over`). Not
@@ -315,6 +316,7 @@ def _warm_up() -> None:
     _module.root_contention(True, 0, True, int(t.first[0]), int(t.inflated[0]), t.cnode,
                             t.visits, t.wins, t.m2, t.status, _quantiles(2))  # time management
     core_report.snapshot(t, _module, BLACK, 0, _quantiles(2), 0.1)  # progress reports
+    CoreTree.from_kept(t, run.root, _module)  # the next call's reused tree (both kernels)
 
 
 def tree_stats_counts(run, root) -> tuple | None:
@@ -440,6 +442,8 @@ class CoreRun(SearchRun):
         self.root_selector = None
         if _kernels is not None:
             self._take_tree()
+        else:
+            self.core_kept = None  # the Python search's batches will change the nodes first
         if self.tree is None:  # the Python search's batches until the core takes the tree
             self.root_selector = RootSelector(self.root)
 
@@ -448,8 +452,11 @@ class CoreRun(SearchRun):
         kernels get ready); the root children the RootSelector touched stay touched (at
         `prepare`, with no selector made, those a new one would touch: a move of self-play
         made one only for that, a sort of ~360 children)."""
+        kept, self.core_kept = getattr(self, "core_kept", None), None
+        tree = None if kept is None else CoreTree.from_kept(kept, self.root, _kernels)
+        del kept  # the last search's arrays and nodes: free them before this one grows
         try:
-            self.tree = CoreTree.from_root(self.root)
+            self.tree = tree if tree is not None else CoreTree.from_root(self.root)
         except NotCovered:
             self._may_switch = False
             return
@@ -593,6 +600,15 @@ class CoreRun(SearchRun):
         if self.tree is not None:
             self._write_back()
         return self.root
+
+    def kept_tree(self) -> CoreTree | None:
+        """The tree to keep for the next call's `CoreTree.from_kept` (UCTSearch._end): the
+        arrays, if the run ended on the core with every row written back into the
+        UCTNodes."""
+        t = self.tree
+        if t is None or self.in_flight is not None or not t.in_sync():
+            return None
+        return t
 
     def snapshot(self, move=None, root=None):
         """SearchRun.snapshot (progress reports: lz-analyze, lz-genmove_analyze): read from
