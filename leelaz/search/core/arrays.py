@@ -211,8 +211,8 @@ class CoreTree:
         UCTNodes. None when `root` is not found there or a root child disagrees with its
         row (the caller uses from_root).
 
-        Why: at 0.5 s a move the reused tree's walk over the UCTNodes took 16 ms a move on
-        average (up to 60) of the 515, a node at a time (docs/log.md, 2026-12-02)."""
+        Why: at 0.5 s a move from_root took 27-46 ms a move on average (up to 153) of the
+        515, a node at a time; this 9-10 ms (docs/performance.md, docs/log.md 2026-12-02)."""
         if root._moves or (root.psa_ratio > 0.0 and root.expanded):
             return None
         objects = kept.objects
