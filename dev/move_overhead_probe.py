@@ -97,7 +97,8 @@ def main() -> None:
     print(f"mean before the first batch (moves with a reused tree) "
           f"{1e3 * sum(later) / len(later):.1f} ms, after the last "
           f"{1e3 * sum(after) / len(after):.1f} ms")
-    print(f"the tree into the arrays (moves with a reused tree): mean {1e3 * sum(reused) / len(reused):.1f} "
+    print(f"the tree into the arrays (moves with a reused tree): mean "
+          f"{1e3 * sum(reused) / len(reused):.1f} "
           f"ms, max {1e3 * max(reused):.1f} ms, over 100 ms on "
           f"{sum(t > 0.1 for t in reused)} of {len(reused)} moves")
 

@@ -430,13 +430,17 @@ def test_the_kept_tree_copied_is_the_tree_read_from_the_nodes(monkeypatch, tiny_
     search = UCTSearch(tiny_net(), SearchParams(max_visits=400, batch_size=batch, quiet=True,
                                                 timemanage="off", noise=noise), rng=5)
     state = positions[2].copy()
-    for _ in range(3):
-        state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
-    search.ponder(state, should_stop=lambda: False, max_visits=600)
+    for _ in range(2):  # a genmove, its move and the reply the tree expected: two moves down
+        move = search.think(state, state.to_move, use_clock=False).move
+        node = next(c for c in search.root.children if c.move == move)
+        state.play(state.to_move, move)
+        state.play(state.to_move, max(node.children, key=lambda c: c.visits).move)
     state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
-    search.ponder(state, should_stop=lambda: False, max_visits=1000)  # one move down
-    search.think(state, state.to_move, use_clock=False)
-    assert len(copied) >= 4
+    search.ponder(state, should_stop=lambda: False, max_visits=600)  # one move down
+    state.play(state.to_move, search.think(state, state.to_move, use_clock=False).move)
+    search.ponder(state, should_stop=lambda: False, max_visits=1000)
+    search.think(state, state.to_move, use_clock=False)  # the root just analysed
+    assert len(copied) == 6  # every call after the first
     assert any(n > k + 1 for n, k in copied)  # rows below the root's children were copied
 
 
