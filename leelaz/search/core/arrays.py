@@ -156,8 +156,7 @@ class CoreTree:
             i += 1
             if u.psa_ratio > 0.0 and u.expanded:
                 raise NotCovered("a node expanded under memory pressure")
-            stats.append((u.visits, u.black_wins, u.m2, u.virtual_loss, u.prior, u.net_eval,
-                          u.status, u.expanded, u.move))
+            stats.append(_node_stats(u))
             if not u.expanded:
                 firsts.append(0)
                 counts.append(0)
@@ -182,10 +181,7 @@ class CoreTree:
                 prior_parts.append(u._priors[inflated:] if inflated else u._priors)
         n = len(nodes)
         tree = cls(max(1024, GROWTH * n), max(16384, GROWTH * m))
-        cols = list(zip(*stats))
-        for name, col in zip(("visits", "wins", "m2", "vl", "prior", "net", "status",
-                              "expanded", "nmove"), cols):
-            getattr(tree, name)[:n] = col
+        tree._write_stats(stats)
         tree.first[:n] = firsts
         tree.count[:n] = counts
         tree.inflated[:n] = inflateds
@@ -247,17 +243,9 @@ class CoreTree:
                                   tree.m2, tree.vl, tree.prior, tree.net, tree.status,
                                   tree.expanded, tree.first, tree.count, tree.inflated,
                                   tree.nmove, tree.cnode, tree.cmove, tree.cprior)
-        # The root and its children from the UCTNodes, as from_root reads them.
-        for d, u in enumerate([root, *kids]):
-            tree.visits[d] = u.visits
-            tree.wins[d] = u.black_wins
-            tree.m2[d] = u.m2
-            tree.vl[d] = u.virtual_loss
-            tree.prior[d] = u.prior
-            tree.net[d] = u.net_eval
-            tree.status[d] = u.status
-            tree.nmove[d] = u.move
-        tree.expanded[0] = root.expanded
+        # The root and its children from the UCTNodes, as from_root reads them (a child's
+        # expansion is its row's, checked above).
+        tree._write_stats([_node_stats(u) for u in [root, *kids]])
         tree.first[0] = 0
         tree.count[0] = k if root.expanded else 0
         tree.inflated[0] = k if root.expanded else 0
@@ -270,6 +258,12 @@ class CoreTree:
         tree.objects = [root, *kids, *[objects[r] for r in order[k:n].tolist()]]
         tree._remember_written()
         return tree
+
+    def _write_stats(self, stats: list[tuple]) -> None:
+        """Rows 0 .. len(stats) - 1's statistics from `_node_stats` tuples."""
+        n = len(stats)
+        for name, col in zip(_STAT_FIELDS, zip(*stats)):
+            getattr(self, name)[:n] = col
 
     # ------------------------------------------------------------------ out
     def rows_written(self) -> int:
@@ -361,6 +355,15 @@ class CoreTree:
         del move_bytes, prior_bytes  # the tiers may grow (reserve) once these are gone
         self._remember_written()
         return objects[0]
+
+
+#: The node fields `from_root` and `from_kept` read from a UCTNode, in `_node_stats`' order.
+_STAT_FIELDS = ("visits", "wins", "m2", "vl", "prior", "net", "status", "expanded", "nmove")
+
+
+def _node_stats(u: UCTNode) -> tuple:
+    return (u.visits, u.black_wins, u.m2, u.virtual_loss, u.prior, u.net_eval, u.status,
+            u.expanded, u.move)
 
 
 def _row_of(kept: CoreTree, node: UCTNode) -> int:
