@@ -17,8 +17,10 @@ failure."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -1243,6 +1245,114 @@ def test_written_back_children_are_the_arrays_rows(monkeypatch, tiny_net, positi
 
     search.ponder(positions[1], should_stop=should_stop, max_visits=600)
     assert len(checked) > 40 and checked[-1] > checked[0] + 400  # the tree grew under it
+
+
+def _genmoves(net, state, moves, *, defer, complete, python_at=None, monkeypatch=None):
+    """`moves` genmoves in a row from `state` (each move played), the tree reused; with
+    `defer` as the GTP loop asks them, `complete` calling complete_tree after each (the GTP
+    loop's after-reply work) or leaving it to the next call's start; at move `python_at`
+    the Python search. Returns per move (the move, its record, the explanation, the
+    statistics' lines, whether the tree was partly written at the reply) and the tree."""
+    lines: list[str] = []
+    search = UCTSearch(_Async(net()), SearchParams(max_visits=500, batch_size=8,
+                                                   timemanage="off"), rng=3,
+                       log=lines.append)
+    state = state.copy()
+    out = []
+    for i in range(moves):
+        if monkeypatch is not None:
+            monkeypatch.setenv(core_run.CORE_VARIABLE, "python" if i == python_at else
+                               "compiled")
+        lines.clear()
+        result = search.think(state, state.to_move, use_clock=False, defer_tree=defer)
+        timeless = [re.sub(r"\d+ n/s", "n/s", line) for line in lines]  # not the speed
+        out.append((result.move, dataclasses.replace(result, elapsed=0.0),
+                    search.explanation, timeless, search._unwritten is not None))
+        state.play(state.to_move, result.move)
+        if complete:
+            search.complete_tree()
+    search.complete_tree()
+    return out, _signature(search.root), search
+
+
+def test_a_genmove_that_writes_back_only_what_it_reads_is_the_same_genmove(
+        monkeypatch, tiny_net, positions):
+    """think(defer_tree=True), GTP's genmove: the core writes back at the end only the rows
+    the move choice and the statistics read (core/report.rows_read), and the rest after the
+    reply (complete_tree) or at the next call's start. Against every row written at the
+    end: the same moves, records (every root child, its principal variation), explanations
+    and statistics' lines at each of five moves with the tree reused, and the same UCTNode
+    tree once completed, also when the Python search (which reads the whole tree) takes a
+    move in between."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    state = positions[1]
+    reference, ref_tree, _ = _genmoves(tiny_net, state, 5, defer=False, complete=False)
+    assert not any(partial for *_, partial in reference)
+    for complete in (True, False):
+        deferred, tree, search = _genmoves(tiny_net, state, 5, defer=True, complete=complete)
+        assert all(partial for *_, partial in deferred)  # the rows were not all written
+        assert [d[:4] for d in deferred] == [r[:4] for r in reference]
+        assert tree == ref_tree
+        assert search._core_kept is not None and search._core_kept.in_sync()
+    reference, ref_tree, _ = _genmoves(tiny_net, state, 4, defer=False, complete=False,
+                                       python_at=2, monkeypatch=monkeypatch)
+    deferred, tree, _ = _genmoves(tiny_net, state, 4, defer=True, complete=False,
+                                  python_at=2, monkeypatch=monkeypatch)
+    assert [d[:4] for d in deferred] == [r[:4] for r in reference]
+    assert tree == ref_tree
+
+
+def test_a_write_back_of_some_rows_writes_them_and_their_children_and_keeps_the_rest(
+        monkeypatch, tiny_net, positions):
+    """CoreTree.to_root with `spans`: each row given has its UCTNode's children (the
+    UCTNodes of its inflated child rows, in order) and its children their statistics as
+    the arrays hold them; a row neither given nor the child of one is left as it was
+    (a new row has no UCTNode yet); `in_sync` says the tree is not all written, and a
+    write-back without `spans` then gives the tree of one that wrote everything."""
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    monkeypatch.setattr(core_run, "WRITE_BACK_ROWS", 10**9)
+    seen = []
+
+    def should_stop():
+        run = search.current
+        t = run.tree
+        n = int(t.nodes_used[0])
+        if n < 300 or seen:
+            return False
+        before = [(u.visits, u.expanded) if u is not None else None for u in
+                  t.objects + [None] * (n - len(t.objects))]
+        spans = np.array([0, *t.cnode[t.first[0]:t.first[0] + 2].tolist()], np.int64)
+        spans = spans[spans < n]
+        t.to_root(run._boards, spans)
+        children = set(t._children_of(spans).tolist())
+        assert not t.in_sync()
+        for nd in range(n):
+            u = t.objects[nd]
+            if nd in spans.tolist() or nd in children:
+                assert u.visits == int(t.visits[nd]) and u.black_wins == float(t.wins[nd])
+            if nd in spans.tolist() and t.expanded[nd]:
+                lo, inf = int(t.first[nd]), int(t.inflated[nd])
+                assert [id(c) for c in u.children] == [id(t.objects[c]) for c in
+                                                       t.cnode[lo:lo + inf].tolist()]
+            elif nd not in children and nd not in spans.tolist():
+                assert (None if u is None else (u.visits, u.expanded)) == before[nd]
+        assert any(b != ((t.objects[nd].visits, t.objects[nd].expanded)
+                         if t.objects[nd] is not None else None)
+                   for nd, b in enumerate(before)) and any(
+            t.objects[nd] is None for nd in range(n))  # some written, some left
+        t.to_root(run._boards)
+        assert t.in_sync()
+        seen.append(n)
+        return False
+
+    trees = []
+    for check in (False, True):
+        search = UCTSearch(_Async(tiny_net()), SearchParams(max_visits=800, batch_size=8,
+                                                            quiet=True), rng=4)
+        search.ponder(positions[1], should_stop=should_stop if check else lambda: False,
+                      max_visits=800)
+        trees.append(_signature(search.root))
+    assert seen and trees[0] == trees[1]
 
 
 def _loading_in_child(queue) -> None:

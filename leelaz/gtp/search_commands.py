@@ -81,7 +81,12 @@ class SearchCommands:
         # match runners depend on it. Only pondering and lz-analyze stop on input.
         result = search.think(state, color, nopass=nopass, restrictions=tags,
                               on_progress=on_progress,
-                              progress_interval_cs=tags.interval_cs if tags else 0)
+                              progress_interval_cs=tags.interval_cs if tags else 0,
+                              defer_tree=True)
+        # Off the clock, once the reply is out: the rest of the tree into its UCTNodes,
+        # then what the tree reuse discarded.
+        self.engine.after_reply(search.complete_tree)
+        self.engine.after_reply(search.release_discarded)
         move = result.move
         if move not in (PASS, RESIGN) and not state.is_legal(color, move):
             move = PASS  # never reply with an illegal move
@@ -129,7 +134,6 @@ class SearchCommands:
         if color is None:
             raise GtpError("syntax error")
         move = self._genmove(color)
-        self.engine.after_reply(self.search.release_discarded)  # off the clock
         if self._may_ponder():
             self.engine.after_reply(self.ponder)
         return gtp_vertex(move)
@@ -143,7 +147,6 @@ class SearchCommands:
             raise GtpError("syntax error") from None
         self.session.state.set_passes(0)
         move = self._genmove(color, nopass=True)
-        self.engine.after_reply(self.search.release_discarded)
         if self._may_ponder():
             self.engine.after_reply(self.ponder)
         return gtp_vertex(move)
@@ -165,7 +168,6 @@ class SearchCommands:
         stream = self.engine.stream_reply(cmd)
         move = self._genmove(tags.who, tags=tags, stream=stream)
         stream.write(f"play {gtp_vertex(move)}\n")
-        self.engine.after_reply(self.search.release_discarded)
         if self._may_ponder():
             self.ponder(tags, stream)
         stream.close()

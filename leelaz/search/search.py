@@ -162,6 +162,9 @@ class UCTSearch:
         #: The last call's compiled-core arrays, in step with the UCTNodes (CoreRun.kept_tree),
         #: for the next call's reuse; None when that call was not on the core.
         self._core_kept = None
+        #: (arrays, positions) of the last genmove's tree when only the rows its end reads
+        #: were written back into the UCTNodes (`think`'s defer_tree): see complete_tree.
+        self._unwritten = None
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -170,6 +173,7 @@ class UCTSearch:
         self._discarded = None
         self._last_state = None
         self._core_kept = None
+        self._unwritten = None
         self.nodes = 0
 
     def release_discarded(self) -> None:
@@ -180,6 +184,27 @@ class UCTSearch:
         this after a genmove's reply, when nobody waits; pondering and analysis call it as
         they start; otherwise the next call's reuse frees it."""
         self._discarded = None
+
+    def complete_tree(self) -> None:
+        """Write the rest of the last genmove's tree into its UCTNodes, when it was asked
+        with `defer_tree` (nothing otherwise): until then only the root, its children and
+        their principal variations are up to date there.
+
+        Why not at once: a genmove's search adds thousands of nodes, a Python object each,
+        and writing them all took 47-70 ms of a 0.5 s move here (docs/log.md,
+        2026-12-02); its end reads a few hundred. The GTP loop calls this after the
+        reply, when nobody waits (with release_discarded); the next call's `start` does
+        if nobody did."""
+        pending, self._unwritten = self._unwritten, None
+        if pending is None:
+            return
+        tree, boards = pending
+        try:
+            tree.to_root(boards)
+        except BaseException:
+            self.reset()  # a half-written tree must not be searched again
+            raise
+        self._core_kept = tree  # now in step with the UCTNodes, for the next call
 
     def tree_bytes(self) -> int:
         """Tree size in LZ's accounting (leelaz/memory.py)."""
@@ -194,8 +219,8 @@ class UCTSearch:
               on_progress: Callable[[SearchResult], None] | None = None,
               progress_interval_cs: int = 0, should_stop: Callable[[], bool] | None = None,
               nopass: bool = False, noresign: bool = False,
-              restrictions: MoveRestrictions | None = None, use_clock: bool = True
-              ) -> SearchResult:
+              restrictions: MoveRestrictions | None = None, use_clock: bool = True,
+              defer_tree: bool = False) -> SearchResult:
         """Search the position for `color` and choose a move (genmove).
 
         `state` is not changed (the caller plays the move), except that its clock is charged
@@ -203,6 +228,9 @@ class UCTSearch:
         max_time_for_move. Limits default to params.max_visits / max_playouts.
         `on_progress(snapshot)` is called every `progress_interval_cs` (lz-genmove_analyze),
         and once at the end if it never was. `should_stop()` aborts early (e.g. quit).
+        `defer_tree`: on the compiled core, the tree's UCTNodes below the root's children
+        and their principal variations are brought up to date only by `complete_tree`
+        (the GTP loop's, after the reply): a caller that reads deeper calls it first.
         """
         color = state.to_move if color is None else color
         started = time.monotonic()
@@ -214,6 +242,8 @@ class UCTSearch:
             run, limits = self.start_move(state, color, time_limit_cs=time_limit_cs,
                                           max_visits=max_visits, max_playouts=max_playouts,
                                           restrictions=restrictions, clock=tc, started=started)
+            if defer_tree and isinstance(run, core.CoreRun):
+                run.partial_write_back = True
             run.prepare()
             if self.dynamic_komi is not None:  # genmove adjusts in the first half of its budget
                 self.dynamic_komi.start_run(run, (limits.budget_cs, limits.playouts))
@@ -291,6 +321,7 @@ class UCTSearch:
         if restrictions is not None and restrictions.has_move_restrictions:
             self._last_state = None  # a reused tree may hold avoided moves
         root_state = to_move(state, color)
+        self.complete_tree()  # the tree reuse below reads the UCTNodes
         # The last call's arrays go to this call's compiled core (CoreTree.from_kept) and to
         # no later one: any other run may change the UCTNodes they mirror.
         kept, self._core_kept = self._core_kept, None
@@ -392,7 +423,9 @@ class UCTSearch:
         active again."""
         self._take_counts(run)
         self.current = None
-        self._core_kept = run.kept_tree() if isinstance(run, core.CoreRun) else None
+        on_core = isinstance(run, core.CoreRun)
+        self._core_kept = run.kept_tree() if on_core else None
+        self._unwritten = run.unwritten_tree() if on_core else None
         for c in run.root.children:
             if c.status == PRUNED:
                 c.status = ACTIVE

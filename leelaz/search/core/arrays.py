@@ -37,6 +37,8 @@ _CHILD_FIELDS = (("cnode", np.int32), ("cmove", np.int16), ("cprior", np.float32
 _WATCHED = ("visits", "vl", "status", "expanded", "inflated")
 #: Those of them whose change means the node's children are to be written too.
 _SPAN_FIELDS = ("expanded", "inflated")
+#: Those whose -1 marks a row the UCTNodes do not hold yet (no row has -1 there).
+_UNSET = ("visits", "inflated")
 
 
 #: How much a tier grows when it runs out, and the room `from_root` leaves: a move at a GPU's
@@ -267,7 +269,8 @@ class CoreTree:
 
     # ------------------------------------------------------------------ out
     def rows_written(self) -> int:
-        """The node rows the UCTNodes had at the last write-back (or `from_root`)."""
+        """The node rows the UCTNodes know of since the last write-back (or `from_root`):
+        all of them written, unless that write-back was given `spans`."""
         return len(self._written[0])
 
     def in_sync(self) -> bool:
@@ -282,7 +285,29 @@ class CoreTree:
         n = int(self.nodes_used[0])
         self._written = tuple(getattr(self, name)[:n].copy() for name in _WATCHED)
 
-    def to_root(self, boards=None) -> UCTNode:
+    def _written_rows(self, n: int) -> tuple:
+        """The watched fields as the UCTNodes hold them, for `n` rows: a row they do not
+        hold yet has visits and inflated -1 (values no row has), so it differs from any."""
+        old = self._written
+        grow = n - len(old[0])
+        if grow <= 0:
+            return old
+        return tuple(np.concatenate((before, np.full(grow, -1 if name in _UNSET else 0,
+                                                     before.dtype)))
+                     for name, before in zip(_WATCHED, old))
+
+    def _children_of(self, rows: np.ndarray) -> np.ndarray:
+        """The node rows of the inflated children of the expanded ones among `rows`."""
+        rows = rows[self.expanded[rows]]
+        counts = self.inflated[rows]
+        total = int(counts.sum())
+        if not total:
+            return np.zeros(0, np.int64)
+        starts = self.first[rows]
+        at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(total)
+        return self.cnode[at].astype(np.int64)
+
+    def to_root(self, boards=None, spans=None) -> UCTNode:
         """Write the arrays back as UCTNodes: the objects that came in are updated in place,
         new nodes are made; `boards[row]`, where given, becomes a node's kept position.
         Returns the root (the same object as `from_root`'s).
@@ -291,21 +316,32 @@ class CoreTree:
         statistics change only with its visits, virtual loss or status, its children only
         with its expansion or inflation, and its position is kept when a descent passes it
         (which adds virtual loss). So lz-analyze's reports, a write each, cost what changed,
-        not the tree."""
+        not the tree.
+
+        `spans`: the node rows whose children a reader is about to read (core/report.py
+        `rows_read`); then only their own children and their inflated children's
+        statistics are written, and the other rows wait for a later write-back without
+        `spans` (`in_sync` is False until then). Why: the end of a genmove reads a few
+        hundred of the thousands of nodes its search made (docs/log.md, 2026-12-02)."""
         n = int(self.nodes_used[0])
         objects = self.objects
         objects += [None] * (n - len(objects))
-        old = self._written
-        n0 = len(old[0])
-        differs = np.zeros(n0, np.bool_)
-        respan = np.zeros(n0, np.bool_)  # expanded or inflated since: children to write
+        old = self._written_rows(n)
+        differs = np.zeros(n, np.bool_)
+        respan = np.zeros(n, np.bool_)  # expanded or inflated since: children to write
         for name, before in zip(_WATCHED, old):
-            changed = getattr(self, name)[:n0] != before
+            changed = getattr(self, name)[:n] != before
             differs |= changed
             if name in _SPAN_FIELDS:
                 respan |= changed
-        new_rows = np.arange(n0, n)
-        rows = np.concatenate((np.flatnonzero(differs), new_rows))
+        if spans is not None:
+            spans = np.asarray(spans, np.int64)
+            read = np.zeros(n, np.bool_)
+            read[spans] = True
+            respan &= read
+            read[self._children_of(spans)] = True
+            differs &= read
+        rows = np.flatnonzero(differs)
         keep = boards is not None
         fields = zip(rows.tolist(), self.visits[rows].tolist(), self.wins[rows].tolist(),
                      self.m2[rows].tolist(), self.vl[rows].tolist(),
@@ -329,17 +365,17 @@ class CoreTree:
             u.status = status
         # Only a new row, or one expanded or inflated since, has children to write: the rest
         # (most changed rows: a path's nodes with a visit more) keep theirs.
-        respanned = np.concatenate((np.flatnonzero(respan), new_rows))
+        respanned = np.flatnonzero(respan)
         expanded = respanned[self.expanded[respanned]]
-        spans = zip(expanded.tolist(), self.first[expanded].tolist(),
-                    self.count[expanded].tolist(), self.inflated[expanded].tolist())
+        spans_ = zip(expanded.tolist(), self.first[expanded].tolist(),
+                     self.count[expanded].tolist(), self.inflated[expanded].tolist())
         empty_moves, empty_priors = array("h"), array("f")
         cnode = self.cnode
         # Each node's compact arrays straight from the tiers' bytes (one copy each: most
         # changed rows are new leaves with ~250 children and none inflated)
         move_bytes = memoryview(self.cmove).cast("B")
         prior_bytes = memoryview(self.cprior).cast("B")
-        for nd, lo, k, inf in spans:
+        for nd, lo, k, inf in spans_:
             u = objects[nd]
             u.expanded = True
             u.psa_ratio = 0.0
@@ -353,7 +389,13 @@ class CoreTree:
                 u._moves = empty_moves
                 u._priors = empty_priors
         del move_bytes, prior_bytes  # the tiers may grow (reserve) once these are gone
-        self._remember_written()
+        if spans is None:
+            self._remember_written()
+        else:  # what was written is remembered; the rest keeps what the UCTNodes hold
+            for name, before in zip(_WATCHED, old):
+                at = respanned if name in _SPAN_FIELDS else rows
+                before[at] = getattr(self, name)[at]
+            self._written = old
         return objects[0]
 
 

@@ -891,12 +891,13 @@ def best_child(nd, white, ratio, expanded, first, inflated, cnode, visits, wins,
 
 @njit(cache=CACHE, nogil=True)
 def principal_variations(white, ratio, expanded, first, inflated, cnode, visits, wins, m2,
-                         vl, prior, nmove, tq, pv, lengths):
+                         vl, prior, nmove, tq, pv, pv_rows, lengths):
     """search/stats.principal_variation below each of the root's inflated children (the
     root is node row 0 and `white` its side to move): row k of `pv` gets the moves of the
-    best-child chain below child k, `lengths[k]` how many (0 for an unvisited child).
-    Returns the root's best child (its node row; -1 without one), or -2 when a chain is
-    longer than `pv` has room for (the caller then reads the tree the slow way)."""
+    best-child chain below child k, the same row of `pv_rows` their node rows, `lengths[k]`
+    how many (0 for an unvisited child). Returns the root's best child (its node row; -1
+    without one), or -2 when a chain is longer than `pv` has room for (the caller then
+    reads the tree the slow way)."""
     lo = first[0]
     room = pv.shape[1]
     for k in range(inflated[0]):
@@ -912,6 +913,7 @@ def principal_variations(white, ratio, expanded, first, inflated, cnode, visits,
                 if length == room:
                     return -2
                 pv[k, length] = nmove[b]
+                pv_rows[k, length] = b
                 length += 1
                 nd = b
                 side = not side

@@ -1,8 +1,9 @@
 """A progress report read straight from the compiled core's arrays: search/stats.snapshot
 without writing the tree back into its UCTNodes first.
 
-Owns: `snapshot` and `root_report` (a helper search process's report). Imports: numpy,
-game.coords, search.lcb, search.result; the kernels are handed in (core/run.py loads them).
+Owns: `snapshot`, `root_report` (a helper search process's report) and `rows_read` (what
+the end of a genmove reads). Imports: numpy, game.coords, search.lcb, search.result; the
+kernels are handed in (core/run.py loads them).
 
 Why: lz-analyze reports every interval (Lizzie and Sabaki ask for one every 0.1-0.5 s), and
 a report read the UCTNodes, which the core first had to bring up to date: every node whose
@@ -34,9 +35,9 @@ PV_ROOM = 128
 
 
 def _walk(tree, kernels, color: int, tq: np.ndarray, ratio: float, buffers: dict | None):
-    """(the root's inflated children's node rows, their principal variations' rows and
-    lengths, the root's best child) by kernels.principal_variations; None when a chain is
-    longer than PV_ROOM."""
+    """(the root's inflated children's node rows, their principal variations' moves, node
+    rows and lengths, the root's best child) by kernels.principal_variations; None when a
+    chain is longer than PV_ROOM."""
     t = tree
     inflated = int(t.inflated[0]) if t.expanded[0] else 0
     lo = int(t.first[0])
@@ -44,14 +45,15 @@ def _walk(tree, kernels, color: int, tq: np.ndarray, ratio: float, buffers: dict
     pv = buffers.get("pv")
     if pv is None or len(pv) < inflated:
         pv = buffers["pv"] = np.empty((max(inflated, 1), PV_ROOM), np.int64)
+        buffers["pv_rows"] = np.empty((max(inflated, 1), PV_ROOM), np.int64)
         buffers["lengths"] = np.empty(max(inflated, 1), np.int64)
-    lengths = buffers["lengths"]
+    lengths, pv_rows = buffers["lengths"], buffers["pv_rows"]
     best = kernels.principal_variations(color != BLACK, ratio, t.expanded, t.first,
                                         t.inflated, t.cnode, t.visits, t.wins, t.m2, t.vl,
-                                        t.prior, t.nmove, tq, pv, lengths)
+                                        t.prior, t.nmove, tq, pv, pv_rows, lengths)
     if best == -2:
         return None
-    return t.cnode[lo:lo + inflated], pv, lengths, best
+    return t.cnode[lo:lo + inflated], pv, pv_rows, lengths, best
 
 
 def snapshot(tree, kernels, color: int, move_num: int, tq: np.ndarray, ratio: float, *,
@@ -64,7 +66,7 @@ def snapshot(tree, kernels, color: int, move_num: int, tq: np.ndarray, ratio: fl
     walked = _walk(tree, kernels, color, tq, ratio, buffers)
     if walked is None:
         return None
-    rows, pv, lengths, best = walked
+    rows, pv, _, lengths, best = walked
     t = tree
     white = color != BLACK
     children = []
@@ -107,7 +109,7 @@ def root_report(tree, kernels, color: int, tq: np.ndarray, ratio: float = 0.10,
     walked = _walk(tree, kernels, color, tq, ratio, buffers)
     if walked is None:
         return None
-    rows, pv, lengths, _ = walked
+    rows, pv, _, lengths, _ = walked
     t = tree
     visits = t.visits[rows]
     children = tuple(
@@ -117,3 +119,21 @@ def root_report(tree, kernels, color: int, tq: np.ndarray, ratio: float = 0.10,
             visits[visits > 0].tolist(), t.wins[rows][visits > 0].tolist(),
             t.m2[rows][visits > 0].tolist(), t.prior[rows][visits > 0].tolist()))
     return int(t.visits[0]), float(t.wins[0]), float(t.m2[0]), children
+
+
+def rows_read(tree, kernels, color: int, tq: np.ndarray, ratio: float) -> np.ndarray | None:
+    """The node rows whose children the end of a genmove reads on the UCTNodes (search.py
+    `_finish_think`: the statistics' lines, the move choice, the record and the
+    explanation): the root, its visited children and each one's principal variation,
+    the chain's last node included (its best child was looked for among its children);
+    None when a chain is longer than PV_ROOM. Why: the core writes back only these (and
+    their children's statistics) before the reply, the rest after it (CoreRun's
+    `partial_write_back`)."""
+    walked = _walk(tree, kernels, color, tq, ratio, None)
+    if walked is None:
+        return None
+    rows, _, pv_rows, lengths, _ = walked
+    t = tree
+    visited = rows[t.visits[rows] > 0]
+    chains = [pv_rows[k, :n] for k, n in enumerate(lengths[:len(rows)].tolist()) if n]
+    return np.concatenate([np.zeros(1, np.int64), visited.astype(np.int64), *chains])

@@ -427,6 +427,12 @@ def _board_rows(board):
 class CoreRun(SearchRun):
     """SearchRun with the batches on the compiled core (see the module docstring)."""
 
+    #: Set by UCTSearch.think(defer_tree=True) (a GTP genmove): no write-backs while the
+    #: run goes on, and at its end only the rows the move choice and the statistics read
+    #: (`_write_back`); the rest waits for UCTSearch.complete_tree, after the reply. Why:
+    #: writing the UCTNodes took 47-70 ms of each 515 ms move here (docs/log.md).
+    partial_write_back = False
+
     @classmethod
     def replacing(cls, run: SearchRun) -> CoreRun:
         """The core run in place of a Python one made by UCTSearch.start."""
@@ -556,8 +562,9 @@ class CoreRun(SearchRun):
         if t is None:
             return go_on
         if not go_on and self.in_flight is None:
-            self._write_back()
-        elif go_on and int(t.nodes_used[0]) - t.rows_written() >= WRITE_BACK_ROWS:
+            self._write_back(read_only=self.partial_write_back)
+        elif (go_on and not self.partial_write_back
+              and int(t.nodes_used[0]) - t.rows_written() >= WRITE_BACK_ROWS):
             self._write_back()
         return go_on
 
@@ -590,7 +597,7 @@ class CoreRun(SearchRun):
                 self._drain()
         finally:
             if self.tree is not None:
-                self._write_back()
+                self._write_back(read_only=self.partial_write_back)
             self.in_flight = None
         if progress.interval_cs and progress.on_progress and self.progress_shown == 0:
             self.gather_reports(False)  # as SearchRun.run: one report at least
@@ -609,6 +616,15 @@ class CoreRun(SearchRun):
         if t is None or self.in_flight is not None or not t.in_sync():
             return None
         return t
+
+    def unwritten_tree(self) -> tuple | None:
+        """(the arrays, the nodes' positions) when the run ended with only the rows its end
+        reads written back (`partial_write_back`): UCTSearch.complete_tree writes the rest
+        with `CoreTree.to_root`. None when every row is written."""
+        t = self.tree
+        if t is None or self.in_flight is not None or t.in_sync():
+            return None
+        return t, self._boards
 
     def snapshot(self, move=None, root=None):
         """SearchRun.snapshot (progress reports: lz-analyze, lz-genmove_analyze): read from
@@ -648,8 +664,16 @@ class CoreRun(SearchRun):
         self.tree = None
         self._may_switch = False
 
-    def _write_back(self) -> None:
-        self.tree.to_root(self._boards)
+    def _write_back(self, read_only: bool = False) -> None:
+        """The arrays into the UCTNodes; `read_only`: only the rows the end of a genmove
+        reads (core/report.rows_read), when the chains fit its buffer."""
+        spans = None
+        if read_only:
+            t = self.tree
+            spans = core_report.rows_read(t, self._k, self.color,
+                                          _quantiles(int(t.visits[0])),
+                                          self.params.lcb_min_visit_ratio)
+        self.tree.to_root(self._boards, spans)
         self._sync_root()
 
     def _sync_root(self) -> None:
