@@ -8,8 +8,9 @@ games' (the `tygem_dir` fixture) at several moves, the networks a tame random on
 the shipped 6x128; batches of 1 (`-t 1`), 4, 8 and 16, pipelined or not, with and without root
 noise; genmove, lz-genmove_analyze and lz-analyze (pondering) with avoid/allow and minmoves
 (the same info line at every report), self-play's stepped games (the same SGFs and chunks);
-then tree reuse, time management's pruning, the hand-over under memory pressure and the
-switch from the Python search when the kernels get ready mid-call. The core's board is
+then tree reuse, time management's pruning, the hand-over under memory pressure, the
+switch from the Python search when the kernels get ready mid-call, and a GTP genmove that
+writes back before its reply only what its end reads (the same moves, records and trees). The core's board is
 checked against game/board.py move for move on whole games (captures, ko, suicide); the
 calls it does not cover are shown to run on the Python search; numba's cache: a fresh
 install compiles in a child process, a quit during it is clean, no writable cache is no
@@ -1300,6 +1301,38 @@ def test_a_genmove_that_writes_back_only_what_it_reads_is_the_same_genmove(
                                   python_at=2, monkeypatch=monkeypatch)
     assert [d[:4] for d in deferred] == [r[:4] for r in reference]
     assert tree == ref_tree
+
+
+@pytest.mark.parametrize("command", ["genmove", "kgs-genmove_cleanup",
+                                     "lz-genmove_analyze"])
+def test_gtp_genmoves_reply_before_the_rest_of_the_tree_is_written(monkeypatch, tiny_net,
+                                                                   command):
+    """GTP's genmoves on the core: the reply is written while only the rows its end read
+    are in the UCTNodes, and the rest is written before the next command is read (the
+    engine's after-reply work), so the tree the next call reuses is whole and its arrays
+    are kept for it."""
+    from gtp_session import Session
+
+    from leelaz.config import EngineConfig
+    from leelaz.gtp import search_commands
+
+    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
+    s = Session(EngineConfig(visits=300, ponder=False, seed=1, timemanage="off",
+                             quiet=True))
+    s.engine.network = tiny_net()
+    search_commands.register(s.engine)
+    search = s.engine.session.search
+    at_reply = []
+    write_raw = s.engine.write_raw
+    monkeypatch.setattr(s.engine, "write_raw", lambda text: (
+        at_reply.append(search._unwritten is not None), write_raw(text)))
+    for color in "bw":
+        reply = s.reply(f"{command} {color}")
+        assert reply.startswith("=") and at_reply[-1], reply
+        assert search._unwritten is None and search._core_kept.in_sync()
+        t = search._core_kept
+        assert all(u is not None for u in t.objects[:int(t.nodes_used[0])])
+        assert search.root.visits == 300
 
 
 def test_a_write_back_of_some_rows_writes_them_and_their_children_and_keeps_the_rest(
