@@ -5,9 +5,9 @@ move choice), at the tree sizes a GPU reaches at 0.5 s a move.
 The search runs in this process with the instant network of `leelaz bench search`, from
 move 120 of the 9-dan game (`bench search --at`), MOVES moves in a row at BUDGET
 centiseconds each, the tree reused from move to move; after each move it frees what the
-reuse left behind, as the GTP loop does after a genmove's reply, and before that writes the
-rest of the tree back into its UCTNodes (timed apart: nobody waits for it). Statistics are
-written (to nowhere), as in a game.
+reuse left behind, as the GTP loop does after a genmove's reply; each genmove is asked as
+GTP asks it (`defer_tree`, where the code has it). Statistics are written (to nowhere), as in
+a game.
 
     PYTHONPATH=$PWD python3 dev/move_overhead_probe.py [BUDGET_CS] [MOVES]
 """
@@ -77,9 +77,9 @@ def main() -> None:
     search = UCTSearch(network, SearchParams(batch_size=16, timemanage="off"), rng=1,
                        log=lambda text: None)
     state = game_position(120)
-    before, after, trees_in, completions = [], [], [], []
-    # As the GTP loop asks a genmove: the rest of the tree written back after the reply
-    # (where the code has that; its time is off the clock, shown apart).
+    before, after, trees_in = [], [], []
+    # As the GTP loop asks a genmove (where the code has it): the tree left partly written
+    # back, the rest carried to the next move in the arrays.
     deferred = "defer_tree" in inspect.signature(search.think).parameters
     options = {"defer_tree": True} if deferred else {}
     for i in range(moves):
@@ -88,9 +88,6 @@ def main() -> None:
         result = search.think(state, state.to_move, time_limit_cs=budget, use_clock=False,
                               **options)
         ended = time.perf_counter()
-        if deferred:
-            search.complete_tree()
-        completions.append(time.perf_counter() - ended)
         before.append(MARKS["first batch"] - began)
         after.append(ended - MARKS["last batch"])
         trees_in.append(MARKS["from_root"])
@@ -98,8 +95,7 @@ def main() -> None:
               f"root {search.root.visits} visits; before the first batch "
               f"{1e3 * before[-1]:.1f} ms (the tree in {1e3 * MARKS['from_root']:.1f} ms), "
               f"after the last {1e3 * after[-1]:.1f} ms (the "
-              f"core's write-back {1e3 * MARKS.get('write-back', 0.0):.1f} ms); after the "
-              f"reply {1e3 * completions[-1]:.1f} ms")
+              f"core's write-back {1e3 * MARKS.get('write-back', 0.0):.1f} ms)")
         state.play(state.to_move, result.move)
         if hasattr(search, "release_discarded"):  # the GTP loop's, after the reply
             search.release_discarded()
@@ -108,8 +104,6 @@ def main() -> None:
     print(f"mean before the first batch (moves with a reused tree) "
           f"{1e3 * sum(later) / len(later):.1f} ms, after the last "
           f"{1e3 * sum(after) / len(after):.1f} ms")
-    print(f"after the reply (the rest of the tree written back): mean "
-          f"{1e3 * sum(completions) / len(completions):.1f} ms")
     print(f"the tree into the arrays (moves with a reused tree): mean "
           f"{1e3 * sum(reused) / len(reused):.1f} "
           f"ms, max {1e3 * max(reused):.1f} ms, over 100 ms on "

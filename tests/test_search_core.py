@@ -1249,11 +1249,12 @@ def test_written_back_children_are_the_arrays_rows(monkeypatch, tiny_net, positi
 
 
 def _genmoves(net, state, moves, *, defer, complete, python_at=None, monkeypatch=None):
-    """`moves` genmoves in a row from `state` (each move played), the tree reused; with
-    `defer` as the GTP loop asks them, `complete` calling complete_tree after each (the GTP
-    loop's after-reply work) or leaving it to the next call's start; at move `python_at`
-    the Python search. Returns per move (the move, its record, the explanation, the
-    statistics' lines, whether the tree was partly written at the reply) and the tree."""
+    """`moves` genmoves in a row from `state` (each move played), the tree reused, after
+    every second one a ponder on the opponent's turn; with `defer` as the GTP loop asks
+    them, `complete` writing the whole tree after each (complete_tree) or leaving it to the
+    next call's arrays; at move `python_at` the Python search. Returns per call (the move,
+    its record, the explanation, the statistics' lines, the node count, whether the tree
+    was partly written at its end) and the tree."""
     lines: list[str] = []
     search = UCTSearch(_Async(net()), SearchParams(max_visits=500, batch_size=8,
                                                    timemanage="off"), rng=3,
@@ -1268,71 +1269,126 @@ def _genmoves(net, state, moves, *, defer, complete, python_at=None, monkeypatch
         result = search.think(state, state.to_move, use_clock=False, defer_tree=defer)
         timeless = [re.sub(r"\d+ n/s", "n/s", line) for line in lines]  # not the speed
         out.append((result.move, dataclasses.replace(result, elapsed=0.0),
-                    search.explanation, timeless, search._unwritten is not None))
+                    search.explanation, timeless, search.nodes,
+                    search._unwritten is not None))
         state.play(state.to_move, result.move)
         if complete:
             search.complete_tree()
+        if i % 2:  # the opponent's turn analysed: a ponder one move down
+            lines.clear()
+            result = search.ponder(state, should_stop=lambda: False, max_visits=700,
+                                   defer_tree=defer)
+            out.append((None, dataclasses.replace(result, elapsed=0.0), None, list(lines),
+                        search.nodes, search._unwritten is not None))
+            if complete:
+                search.complete_tree()
     search.complete_tree()
     return out, _signature(search.root), search
 
 
-def test_a_genmove_that_writes_back_only_what_it_reads_is_the_same_genmove(
+def test_calls_that_write_back_only_what_they_read_are_the_same_calls(
         monkeypatch, tiny_net, positions):
-    """think(defer_tree=True), GTP's genmove: the core writes back at the end only the rows
-    the move choice and the statistics read (core/report.rows_read), and the rest after the
-    reply (complete_tree) or at the next call's start. Against every row written at the
-    end: the same moves, records (every root child, its principal variation), explanations
-    and statistics' lines at each of five moves with the tree reused, and the same UCTNode
-    tree once completed, also when the Python search (which reads the whole tree) takes a
-    move in between."""
+    """think and ponder with defer_tree=True (GTP's genmoves, lz-analyze, pondering): the
+    core writes back at the end only the rows the move choice and the statistics read
+    (core/report.rows_read); the next call writes the way to its root, the root and its
+    children (CoreTree.write_for_reuse) and takes the rest along in its arrays
+    (CoreTree.from_kept), or writes it all first (the Python search). Against every row
+    written at the end: the same moves, records (every root child, its principal
+    variation), explanations, statistics' lines and node counts at each of five genmoves
+    and two ponders with the tree reused, and the same UCTNode tree once completed, also
+    with the whole tree written after each call, when from_kept gives none (from_root then
+    reads the UCTNodes, written first), and when the Python search (which reads the whole
+    tree) takes a move in between."""
     monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
     state = positions[1]
+    took = []  # per reuse: (the kept tree partly written, from_kept took it)
+    from_kept = core_arrays.CoreTree.from_kept.__func__
+
+    def spied(cls, kept, *args):
+        partly = not kept.in_sync()
+        tree = from_kept(cls, kept, *args)
+        took.append((partly, tree is not None))
+        return tree
+
+    monkeypatch.setattr(core_arrays.CoreTree, "from_kept", classmethod(spied))
     reference, ref_tree, _ = _genmoves(tiny_net, state, 5, defer=False, complete=False)
     assert not any(partial for *_, partial in reference)
+    assert took == [(False, True)] * 6
     for complete in (True, False):
+        took.clear()
         deferred, tree, search = _genmoves(tiny_net, state, 5, defer=True, complete=complete)
-        assert all(partial for *_, partial in deferred)  # the rows were not all written
-        assert [d[:4] for d in deferred] == [r[:4] for r in reference]
+        searched = [d for d in deferred if d[0] is None or d[1].root_visits == 500]
+        assert len(searched) == 5 and all(d[-1] for d in searched)  # not all rows written
+        assert [d[:5] for d in deferred] == [r[:5] for r in reference]
         assert tree == ref_tree
         assert search._core_kept is not None and search._core_kept.in_sync()
+        assert took == [(not complete, True)] * 6
+    monkeypatch.setattr(core_arrays.CoreTree, "from_kept", classmethod(
+        lambda cls, *args: None))  # as when a root child disagrees: from_root reads all
+    deferred, tree, _ = _genmoves(tiny_net, state, 5, defer=True, complete=False)
+    assert [d[:5] for d in deferred] == [r[:5] for r in reference]
+    assert tree == ref_tree
     reference, ref_tree, _ = _genmoves(tiny_net, state, 4, defer=False, complete=False,
                                        python_at=2, monkeypatch=monkeypatch)
     deferred, tree, _ = _genmoves(tiny_net, state, 4, defer=True, complete=False,
                                   python_at=2, monkeypatch=monkeypatch)
-    assert [d[:4] for d in deferred] == [r[:4] for r in reference]
+    assert [d[:5] for d in deferred] == [r[:5] for r in reference]
     assert tree == ref_tree
 
 
-@pytest.mark.parametrize("command", ["genmove", "kgs-genmove_cleanup",
-                                     "lz-genmove_analyze"])
-def test_gtp_genmoves_reply_before_the_rest_of_the_tree_is_written(monkeypatch, tiny_net,
-                                                                   command):
-    """GTP's genmoves on the core: the reply is written while only the rows its end read
-    are in the UCTNodes, and the rest is written before the next command is read (the
-    engine's after-reply work), so the tree the next call reuses is whole and its arrays
-    are kept for it."""
+def _gtp_genmoves(monkeypatch, net, command: str, deferred: bool):
+    """Four of GTP's `command` in a row on one engine: what each reply said, whether the
+    tree was partly written when it was sent, how many calls took a partly written tree
+    into their arrays, the node counts, and the whole tree at the end."""
     from gtp_session import Session
 
     from leelaz.config import EngineConfig
     from leelaz.gtp import search_commands
 
-    monkeypatch.setenv(core_run.CORE_VARIABLE, "compiled")
-    s = Session(EngineConfig(visits=300, ponder=False, seed=1, timemanage="off",
-                             quiet=True))
-    s.engine.network = tiny_net()
-    search_commands.register(s.engine)
-    search = s.engine.session.search
-    at_reply = []
-    write_raw = s.engine.write_raw
-    monkeypatch.setattr(s.engine, "write_raw", lambda text: (
-        at_reply.append(search._unwritten is not None), write_raw(text)))
-    for color in "bw":
-        reply = s.reply(f"{command} {color}")
-        assert reply.startswith("=") and at_reply[-1], reply
-        assert search._unwritten is None and search._core_kept.in_sync()
-        t = search._core_kept
-        assert all(u is not None for u in t.objects[:int(t.nodes_used[0])])
-        assert search.root.visits == 300
+    with monkeypatch.context() as patched:
+        patched.setenv(core_run.CORE_VARIABLE, "compiled")
+        if not deferred:  # the reference: every row written back before the reply
+            think = UCTSearch.think
+            patched.setattr(UCTSearch, "think", lambda self, *args, **kwargs: think(
+                self, *args, **{**kwargs, "defer_tree": False}))
+        took = []
+        from_kept = core_arrays.CoreTree.from_kept.__func__
+        patched.setattr(core_arrays.CoreTree, "from_kept", classmethod(
+            lambda cls, kept, *args: took.append(not kept.in_sync()) or from_kept(
+                cls, kept, *args)))
+        s = Session(EngineConfig(visits=300, ponder=False, seed=1, timemanage="off",
+                                 quiet=True))
+        s.engine.network = net()
+        search_commands.register(s.engine)
+        search = s.engine.session.search
+        partial, replies, nodes, writes = [], [], [], []
+        write_raw = s.engine.write_raw
+        patched.setattr(s.engine, "write_raw", lambda text: (
+            writes.append(search._unwritten is not None), write_raw(text)))
+        for color in "bwbw":
+            replies.append(s.reply(f"{command} {color}"))
+            partial.append(writes[-1])  # as the reply's end was written
+            nodes.append(search.nodes)
+        search.complete_tree()
+        return replies, partial, sum(took), nodes, _signature(search.root)
+
+
+@pytest.mark.parametrize("command", ["genmove", "kgs-genmove_cleanup",
+                                     "lz-genmove_analyze"])
+def test_gtp_genmoves_reply_before_the_tree_is_written_and_reuse_it_so(monkeypatch,
+                                                                        tiny_net, command):
+    """GTP's genmoves on the core reply while only the rows their end read are in the
+    UCTNodes, and the next genmove takes the rest along in its arrays (CoreTree.from_kept
+    on a partly written tree): the same replies, node counts and, once written, the same
+    tree as an engine that writes every row before it replies."""
+    reference = _gtp_genmoves(monkeypatch, tiny_net, command, deferred=False)
+    deferred = _gtp_genmoves(monkeypatch, tiny_net, command, deferred=True)
+    assert not any(reference[1]) and all(deferred[1])
+    assert reference[2] == 0 and deferred[2] == 3  # every reuse took a partly written tree
+    assert all(r.startswith("=") for r in deferred[0])
+    assert deferred[0] == reference[0]
+    assert deferred[3] == reference[3]
+    assert deferred[4] == reference[4]
 
 
 def test_a_write_back_of_some_rows_writes_them_and_their_children_and_keeps_the_rest(

@@ -83,10 +83,7 @@ class SearchCommands:
                               on_progress=on_progress,
                               progress_interval_cs=tags.interval_cs if tags else 0,
                               defer_tree=True)
-        # Off the clock, once the reply is out: the rest of the tree into its UCTNodes,
-        # then what the tree reuse discarded.
-        self.engine.after_reply(search.complete_tree)
-        self.engine.after_reply(search.release_discarded)
+        self.engine.after_reply(search.release_discarded)  # off the clock
         move = result.move
         if move not in (PASS, RESIGN) and not state.is_legal(color, move):
             move = PASS  # never reply with an illegal move
@@ -116,7 +113,7 @@ class SearchCommands:
         search.ponder(self.session.state, should_stop=self.engine.input_pending,
                       on_progress=on_progress,
                       progress_interval_cs=tags.interval_cs if tags else 0,
-                      restrictions=tags)
+                      restrictions=tags, defer_tree=True)
 
     def _tags(self, cmd: Command) -> AnalyzeTags:
         state = self.session.state

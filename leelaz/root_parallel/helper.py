@@ -181,8 +181,9 @@ def _search(conn, search, seq: int, state, params) -> bool:
                 going["quit"] = msg[0] == "quit"
         return not going["on"]
 
-    try:
-        search.ponder(state, should_stop=should_stop)
+    try:  # its tree left partly written, as GTP's lz-analyze: the reports read the arrays,
+        # the final one (below) the root's children and their principal variations
+        search.ponder(state, should_stop=should_stop, defer_tree=True)
     except (EOFError, OSError):
         return False
     except RuntimeError as exc:  # the network server went away or failed: say why, end

@@ -96,10 +96,12 @@ class MultiTreeSearch(UCTSearch):
             self._stop_job()
 
     def ponder(self, state, **kwargs):
-        """lz-analyze and pondering: every tree, on the network server once it is ready."""
+        """lz-analyze and pondering: every tree, on the network server once it is ready.
+        The own tree is written back whole (no `defer_tree`): the merged statistics at the
+        end walk it (search/merge.py)."""
         self._analysing = True
         try:
-            return super().ponder(state, **kwargs)
+            return super().ponder(state, **{**kwargs, "defer_tree": False})
         finally:
             self._analysing = False
             self._stop_job()

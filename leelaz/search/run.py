@@ -166,6 +166,11 @@ class SearchRun:
         self.dynamic_komi = search.dynamic_komi
         #: The state the caller passed (dynamic komi writes an adjusted komi back to it).
         self.caller_state = None
+        #: The last call's compiled-core arrays, for this call's tree reuse (UCTSearch.start,
+        #: core/run.py), and, when that call wrote back only what its end read, the rest
+        #: to write into the UCTNodes: (arrays, positions), see `write_kept_tree`.
+        self.core_kept = None
+        self.kept_unwritten = None
 
     def root_needs_evaluation(self) -> bool:
         """Whether `prepare` will evaluate the root (search/root.py)."""
@@ -174,8 +179,19 @@ class SearchRun:
     def prepare(self) -> None:
         """Ready the root (search/root.py: expand it if needed, drop repeats, add noise) and
         its selector, which only lives as long as this run."""
+        self.write_kept_tree()  # the Python search reads the whole tree
         prepare_root(self)
         self.root_selector = RootSelector(self.root)
+
+    def write_kept_tree(self) -> None:
+        """The rest of the last call's tree into the UCTNodes, where that call wrote back
+        only what its end read (`kept_unwritten`; UCTSearch.start wrote the path to this
+        root, the root and its children): before anything reads deeper. Nothing when
+        every row is written."""
+        pending, self.kept_unwritten = self.kept_unwritten, None
+        if pending is not None:
+            tree, boards = pending
+            tree.to_root(boards)
 
     # ------------------------------------------------------------------ the loop
     def run(self, limits: Limits, progress: Progress) -> None:

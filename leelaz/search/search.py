@@ -162,8 +162,10 @@ class UCTSearch:
         #: The last call's compiled-core arrays, in step with the UCTNodes (CoreRun.kept_tree),
         #: for the next call's reuse; None when that call was not on the core.
         self._core_kept = None
-        #: (arrays, positions) of the last genmove's tree when only the rows its end reads
-        #: were written back into the UCTNodes (`think`'s defer_tree): see complete_tree.
+        #: (those arrays, positions) when only the rows the last call's end read were
+        #: written back into the UCTNodes (`think`'s and `ponder`'s defer_tree): the next
+        #: call on the core takes the rest along, a reader of the whole tree calls
+        #: complete_tree.
         self._unwritten = None
 
     # ------------------------------------------------------------------ public API
@@ -186,15 +188,15 @@ class UCTSearch:
         self._discarded = None
 
     def complete_tree(self) -> None:
-        """Write the rest of the last genmove's tree into its UCTNodes, when it was asked
-        with `defer_tree` (nothing otherwise): until then only the root, its children and
-        their principal variations are up to date there.
+        """Write the rest of the last call's tree into its UCTNodes, when it was asked with
+        `defer_tree` (nothing otherwise): until then only the root, its children and
+        their principal variations are up to date there. For a caller that reads deeper
+        between two calls (tests); the calls themselves need none of it.
 
-        Why not at once: a genmove's search adds thousands of nodes, a Python object each,
-        and writing them all took 47-70 ms of a 0.5 s move here (docs/log.md,
-        2026-12-02); its end reads a few hundred. The GTP loop calls this after the
-        reply, when nobody waits (with release_discarded); the next call's `start` does
-        if nobody did."""
+        Why a tree is left so: a search adds thousands of nodes, a Python object each, and
+        writing them all took 47-70 ms of a 0.5 s move here (docs/log.md, 2026-12-02);
+        the end of a call reads a few hundred, and the next call's compiled core takes the
+        tree from its arrays (`start`, CoreTree.from_kept)."""
         pending, self._unwritten = self._unwritten, None
         if pending is None:
             return
@@ -204,7 +206,6 @@ class UCTSearch:
         except BaseException:
             self.reset()  # a half-written tree must not be searched again
             raise
-        self._core_kept = tree  # now in step with the UCTNodes, for the next call
 
     def tree_bytes(self) -> int:
         """Tree size in LZ's accounting (leelaz/memory.py)."""
@@ -228,9 +229,9 @@ class UCTSearch:
         max_time_for_move. Limits default to params.max_visits / max_playouts.
         `on_progress(snapshot)` is called every `progress_interval_cs` (lz-genmove_analyze),
         and once at the end if it never was. `should_stop()` aborts early (e.g. quit).
-        `defer_tree`: on the compiled core, the tree's UCTNodes below the root's children
-        and their principal variations are brought up to date only by `complete_tree`
-        (the GTP loop's, after the reply): a caller that reads deeper calls it first.
+        `defer_tree`: on the compiled core, the UCTNodes below the root's children and
+        their principal variations are left behind the search's arrays (the next call
+        takes them along, see complete_tree); GTP's genmoves ask so.
         """
         color = state.to_move if color is None else color
         started = time.monotonic()
@@ -264,11 +265,13 @@ class UCTSearch:
     def ponder(self, state, *, should_stop: Callable[[], bool],
                on_progress: Callable[[SearchResult], None] | None = None,
                progress_interval_cs: int = 0, restrictions: MoveRestrictions | None = None,
-               max_visits: int | None = None, max_playouts: int | None = None) -> SearchResult:
+               max_visits: int | None = None, max_playouts: int | None = None,
+               defer_tree: bool = False) -> SearchResult:
         """Think on the opponent's time (or lz-analyze) until `should_stop()` or a limit.
 
         The side to move is the state's. With move restrictions the tree is neither reused
-        nor kept, as in LZ.
+        nor kept, as in LZ. `defer_tree` as `think`'s (GTP's lz-analyze and pondering ask
+        so).
         """
         p = self.params
         color = state.to_move
@@ -279,6 +282,7 @@ class UCTSearch:
             if core.covers(self, restrictions=restrictions, on_progress=on_progress,
                            pondering=True):
                 run = self.current = core.CoreRun.replacing(run)
+                run.partial_write_back = defer_tree
             self.release_discarded()  # nobody waits on a ponder's start
             run.prepare()
             limits = Limits(p.max_visits if max_visits is None else max_visits,
@@ -300,7 +304,7 @@ class UCTSearch:
         if root.has_children() and root.children:
             self.log("\n")
             root.sort_children(color, p.lcb_min_visit_ratio)
-            self._dump_stats(root, color)
+            self._dump_stats(root, color, run)
             self.log(f"\n{root.visits} visits, {self.nodes} nodes\n\n")
         result = stats.snapshot(root, color, run.root_state.move_num, playouts=self.playouts,
                                 nodes=self.nodes, elapsed=time.monotonic() - started,
@@ -321,16 +325,31 @@ class UCTSearch:
         if restrictions is not None and restrictions.has_move_restrictions:
             self._last_state = None  # a reused tree may hold avoided moves
         root_state = to_move(state, color)
-        self.complete_tree()  # the tree reuse below reads the UCTNodes
         # The last call's arrays go to this call's compiled core (CoreTree.from_kept) and to
         # no later one: any other run may change the UCTNodes they mirror.
         kept, self._core_kept = self._core_kept, None
-        self._update_root(root_state)
+        unwritten, self._unwritten = self._unwritten, None
+        row = -1
+        if unwritten is not None:  # the tree reuse and the root's preparation read these
+            row = unwritten[0].write_for_reuse(self._moves_since(root_state), unwritten[1])
+        self._update_root(root_state, kept if row >= 0 else None, row)
+        if unwritten is not None and (row < 0 or kept.objects[row] is not self.root):
+            kept = unwritten = None  # the tree is not reused: nothing of it to write
         started = time.monotonic() if started is None else started
         self.current = SearchRun(self, root_state, color, started, restrictions)
         self.current.caller_state = state
         self.current.core_kept = kept
+        self.current.kept_unwritten = unwritten
         return self.current
+
+    def _moves_since(self, root_state) -> list[int]:
+        """The moves played from the last call's position to `root_state` (those `advance`
+        follows; none when it will not reuse the tree, which it then checks itself)."""
+        old = self._last_state
+        depth = -1 if old is None else root_state.move_num - old.move_num
+        if depth <= 0 or depth >= len(root_state.history):
+            return []
+        return [move for _, move in root_state.moves()[-depth:]]
 
     def start_move(self, state, color: int | None = None, *,
                    time_limit_cs: int | None = None, max_visits: int | None = None,
@@ -393,8 +412,10 @@ class UCTSearch:
         stand-in (search/merge.py); `final` at the end of a call. Only reads."""
         return root
 
-    def _update_root(self, root_state) -> None:
-        """Reuse the subtree of the new position if possible, else start a fresh tree."""
+    def _update_root(self, root_state, kept=None, row: int = -1) -> None:
+        """Reuse the subtree of the new position if possible, else start a fresh tree.
+        `kept`: the last call's arrays where its UCTNodes are written only down to row
+        `row` (see start): the node count is theirs."""
         self.playouts = 0
         self._discarded = None  # an earlier call's leftovers, if nobody released them
         old, self.root = self.root, advance(self._last_state, self.root, root_state) or UCTNode()
@@ -403,7 +424,10 @@ class UCTSearch:
         self._last_state = None
         self.root.board = None  # the root's position is the game state's: a kept copy of
         # it would only count against the kept positions' limit
-        self.nodes = stats.count_nodes(self.root)
+        if kept is not None and kept.objects[row] is self.root:
+            self.nodes = kept.nodes_below(row, core.kernels())
+        else:
+            self.nodes = stats.count_nodes(self.root)
         self.boards_left = MAX_KEPT_BOARDS - kept_boards(self.root)
         # No "update_root, A -> B nodes" line: only assert builds of LZ 0.17 (Debian's) print
         # it, and Lizzie reads any stderr line with " -> " as a move of dump_stats.

@@ -14,9 +14,9 @@ variations walked by `kernels.principal_variations`, the compiled copy of
 `UCTNode.best_child`, `node_less` and `stats.principal_variation`; the values are the same
 float64 expressions as UCTNode's `raw_eval`, `lcb` and `eval_with_vl`.
 tests/test_search_core.py compares every field with the Python snapshot of the written-back
-tree, report after report. Because nothing else writes the tree back while the core runs,
-core/run.py does so every WRITE_BACK_ROWS new nodes (the end of a long analysis would
-otherwise make the GUI wait).
+tree, report after report. GTP's calls write back at their end only what `rows_read`
+names (core/run.py, `partial_write_back`); the others every WRITE_BACK_ROWS new nodes, so
+that the end of a long analysis leaves little to write.
 """
 
 from __future__ import annotations

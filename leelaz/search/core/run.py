@@ -16,7 +16,9 @@ evaluator call, then
 a batch whatever its size. With an asynchronous evaluator the batch is left on the
 device while the next is collected, as SearchRun does. Everything before the first batch
 (the root: reuse, evaluation, superko, noise) and after the last (statistics, the move
-choice) is the Python search's code on the UCTNode tree the core writes back.
+choice) is the Python search's code on the UCTNode tree the core writes back: all of it,
+or for GTP's calls only the rows those read (`partial_write_back`), the rest carried in the
+arrays to the next call.
 
 Covered: `UCTSearch.think` (genmove, lz-genmove_analyze), `UCTSearch.ponder` (pondering,
 lz-analyze) and a driver's steps after `UCTSearch.start_move` (self-play: `collect`, `apply`
@@ -72,10 +74,11 @@ WAIT_VARIABLE = "LEELAZ_SEARCH_CORE_WAIT"
 #: The longest descent the core follows (a path never gets near it in a real game).
 MAX_DEPTH = 1024
 #: Node rows added since the last write-back after which the tree is written back between
-#: two batches. Why: progress reports read the arrays (core/report.py), so without this the
-#: whole search's nodes would be written back at its end, while the GUI waits for the
-#: answer to the command that stopped lz-analyze (about 7 us a node: seconds after a long
-#: analysis on a GPU); so the end writes at most about this many.
+#: two batches, in a run that writes back every row (not `partial_write_back`). Why:
+#: progress reports read the arrays (core/report.py), so without this the whole search's
+#: nodes would be written back at its end, while the GUI waits for the answer to the
+#: command that stopped lz-analyze (about 7 us a node: seconds after a long analysis on a
+#: GPU); so the end writes at most about this many.
 WRITE_BACK_ROWS = 2048
 #: A run limited to at most this many playouts (self-play's, a visit-limited genmove's)
 #: has its arrays sized for them at its start (`CoreRun._reserve_for`).
@@ -427,10 +430,14 @@ def _board_rows(board):
 class CoreRun(SearchRun):
     """SearchRun with the batches on the compiled core (see the module docstring)."""
 
-    #: Set by UCTSearch.think(defer_tree=True) (a GTP genmove): no write-backs while the
-    #: run goes on, and at its end only the rows the move choice and the statistics read
-    #: (`_write_back`); the rest waits for UCTSearch.complete_tree, after the reply. Why:
-    #: writing the UCTNodes took 47-70 ms of each 515 ms move here (docs/log.md).
+    #: Set by UCTSearch's think and ponder with defer_tree=True (GTP's genmoves,
+    #: lz-analyze, pondering): no write-backs while the run goes on, and at its end only
+    #: the rows the move choice and the statistics read (`_write_back`); the next call on
+    #: the core takes the rest along in its arrays (UCTSearch.start, CoreTree.from_kept),
+    #: and a reader of the whole tree writes it first (UCTSearch.complete_tree,
+    #: SearchRun.write_kept_tree). Why: writing the UCTNodes took 47-70 ms of each 515 ms
+    #: move here, and 6.2 us of the 52.7 a playout of one tree's analysis on an H200
+    #: (docs/log.md).
     partial_write_back = False
 
     @classmethod
@@ -448,8 +455,9 @@ class CoreRun(SearchRun):
         self.root_selector = None
         if _kernels is not None:
             self._take_tree()
-        else:
-            self.core_kept = None  # the Python search's batches will change the nodes first
+        else:  # the Python search's batches read the whole tree and change it
+            self.core_kept = None
+            self.write_kept_tree()
         if self.tree is None:  # the Python search's batches until the core takes the tree
             self.root_selector = RootSelector(self.root)
 
@@ -458,8 +466,12 @@ class CoreRun(SearchRun):
         kernels get ready); the root children the RootSelector touched stay touched (at
         `prepare`, with no selector made, those a new one would touch: a move of self-play
         made one only for that, a sort of ~360 children)."""
-        kept, self.core_kept = getattr(self, "core_kept", None), None
+        kept, self.core_kept = self.core_kept, None
         tree = None if kept is None else CoreTree.from_kept(kept, self.root, _kernels)
+        if tree is not None:
+            self.kept_unwritten = None  # its rows came along with what is left to write
+        else:
+            self.write_kept_tree()  # from_root reads the UCTNodes
         del kept  # the last search's arrays and nodes: free them before this one grows
         try:
             self.tree = tree if tree is not None else CoreTree.from_root(self.root)
@@ -487,7 +499,7 @@ class CoreRun(SearchRun):
         self._report_buffers: dict = {}  # core/report.py's rows between two reports
         # The Python positions of the nodes below the root, where the evaluator's leaves are
         # GameStates (LeafInputs.for_root says when); the root's is the root state's.
-        self._boards = [u.board for u in self.tree.objects]
+        self._boards = [u.board if u is not None else None for u in self.tree.objects]
         self._boards[0] = None
         self._leaf_inputs = LeafInputs.for_root(self.root_state, self.color, self.evaluator)
         # Leaves as arrays where the evaluator takes them (nn/network.py submit_histories)
@@ -610,17 +622,17 @@ class CoreRun(SearchRun):
 
     def kept_tree(self) -> CoreTree | None:
         """The tree to keep for the next call's `CoreTree.from_kept` (UCTSearch._end): the
-        arrays, if the run ended on the core with every row written back into the
-        UCTNodes."""
+        arrays, if the run ended on the core with no batch in flight (every row written
+        back into the UCTNodes, or those its end reads: `unwritten_tree`)."""
         t = self.tree
-        if t is None or self.in_flight is not None or not t.in_sync():
+        if t is None or self.in_flight is not None:
             return None
         return t
 
     def unwritten_tree(self) -> tuple | None:
         """(the arrays, the nodes' positions) when the run ended with only the rows its end
-        reads written back (`partial_write_back`): UCTSearch.complete_tree writes the rest
-        with `CoreTree.to_root`. None when every row is written."""
+        reads written back (`partial_write_back`), for UCTSearch to hand to the next call
+        or to write (complete_tree). None when every row is written."""
         t = self.tree
         if t is None or self.in_flight is not None or t.in_sync():
             return None
