@@ -412,15 +412,15 @@ class CoreTree:
         # (most changed rows: a path's nodes with a visit more) keep theirs.
         respanned = np.flatnonzero(respan)
         expanded = respanned[self.expanded[respanned]]
-        spans_ = zip(expanded.tolist(), self.first[expanded].tolist(),
-                     self.count[expanded].tolist(), self.inflated[expanded].tolist())
+        children = zip(expanded.tolist(), self.first[expanded].tolist(),
+                       self.count[expanded].tolist(), self.inflated[expanded].tolist())
         empty_moves, empty_priors = array("h"), array("f")
         cnode = self.cnode
         # Each node's compact arrays straight from the tiers' bytes (one copy each: most
         # changed rows are new leaves with ~250 children and none inflated)
         move_bytes = memoryview(self.cmove).cast("B")
         prior_bytes = memoryview(self.cprior).cast("B")
-        for nd, lo, k, inf in spans_:
+        for nd, lo, k, inf in children:
             u = objects[nd]
             u.expanded = True
             u.psa_ratio = 0.0

@@ -677,7 +677,7 @@ class CoreRun(SearchRun):
         self._may_switch = False
 
     def _write_back(self, read_only: bool = False) -> None:
-        """The arrays into the UCTNodes; `read_only`: only the rows the end of a genmove
+        """The arrays into the UCTNodes; `read_only`: only the rows the end of the call
         reads (core/report.rows_read), when the chains fit its buffer."""
         spans = None
         if read_only:
