@@ -9,12 +9,12 @@ the shipped 6x128; batches of 1 (`-t 1`), 4, 8 and 16, pipelined or not, with an
 noise; genmove, lz-genmove_analyze and lz-analyze (pondering) with avoid/allow and minmoves
 (the same info line at every report), self-play's stepped games (the same SGFs and chunks);
 then tree reuse, time management's pruning, the hand-over under memory pressure, the
-switch from the Python search when the kernels get ready mid-call, and a GTP genmove that
-writes back before its reply only what its end reads (the same moves, records and trees). The core's board is
-checked against game/board.py move for move on whole games (captures, ko, suicide); the
-calls it does not cover are shown to run on the Python search; numba's cache: a fresh
-install compiles in a child process, a quit during it is clean, no writable cache is no
-failure."""
+switch from the Python search when the kernels get ready mid-call, and GTP's calls, which
+write back only what their end reads and carry the rest to the next call (the same moves,
+records and trees). The core's board is checked against game/board.py move for move on
+whole games (captures, ko, suicide); the calls it does not cover are shown to run on the
+Python search; numba's cache: a fresh install compiles in a child process, a quit during it
+is clean, no writable cache is no failure."""
 
 from __future__ import annotations
 
