@@ -1,7 +1,7 @@
 """The root of a search: tree reuse, root preparation and Dirichlet noise.
 
 Owns: `advance` (Leela Zero's advance_to_new_rootstate: walk the kept tree down the moves
-played since the last search), `prepare_root` (expand the root if needed, inflate every child,
+played since the last search, `moves_since`), `prepare_root` (expand the root if needed, inflate every child,
 drop superko repeats and an avoided pass, add noise with -n), `root_needs_evaluation`,
 `dirichlet_noise`, and the small helpers about the root (`kept_boards`, `to_move`). Imports:
 game.coords, search.node, search.expansion (FLT_MIN).
@@ -17,34 +17,41 @@ from leelaz.search.expansion import FLT_MIN
 from leelaz.search.node import ACTIVE, INVALID, UCTNode
 
 
-def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
-    """The node of `new_state` in the tree searched from `old_state`, reached by the moves
-    played since (Leela Zero's advance_to_new_rootstate); None when anything does not match:
-    no old tree, another komi (or network komi), an undo, a move out of turn or not in the
-    tree."""
-    node = root
-    if (old_state is None or node is None or old_state.komi != new_state.komi
+def moves_since(old_state, new_state) -> list[int] | None:
+    """The moves played from `old_state` to `new_state`, each in turn (none for the same
+    position); None when the tree searched from `old_state` cannot serve `new_state`: no
+    old state, another komi (or network komi), an undo, another game, a move out of turn."""
+    if (old_state is None or old_state.komi != new_state.komi
             or old_state.net_komi != new_state.net_komi):
         return None
     depth = new_state.move_num - old_state.move_num
     if depth < 0 or depth >= len(new_state.history):
         return None
     if depth == 0:
-        if new_state.board.hash != old_state.board.hash:
+        return [] if new_state.board.hash == old_state.board.hash else None
+    if new_state.history[-1 - depth].hash != old_state.board.hash:
+        return None
+    moves = []
+    expected = old_state.to_move
+    for color, move in new_state.moves()[-depth:]:
+        if color != expected:
             return None
-    else:
-        if new_state.history[-1 - depth].hash != old_state.board.hash:
-            return None
-        expected = old_state.to_move
-        for color, move in new_state.moves()[-depth:]:
-            if color != expected:
-                return None
-            child = node.find_child(move)
-            if child is None:
-                return None
-            node = child
-            expected = 1 - expected
-        if expected != new_state.to_move:
+        moves.append(move)
+        expected = 1 - expected
+    return moves if expected == new_state.to_move else None
+
+
+def advance(old_state, root: UCTNode | None, new_state) -> UCTNode | None:
+    """The node of `new_state` in the tree searched from `old_state`, reached by the moves
+    played since (Leela Zero's advance_to_new_rootstate); None when anything does not match:
+    no old tree, `moves_since` none, a move not in the tree."""
+    node = root
+    moves = moves_since(old_state, new_state)
+    if node is None or moves is None:
+        return None
+    for move in moves:
+        node = node.find_child(move)
+        if node is None:
             return None
     node.status = ACTIVE
     node.virtual_loss = 0

@@ -37,7 +37,7 @@ from leelaz.search.core import run as core
 from leelaz.search.node import ACTIVE, PRUNED, UCTNode
 from leelaz.search.params import UNLIMITED, SearchParams
 from leelaz.search.result import SearchResult
-from leelaz.search.root import advance, kept_boards, to_move
+from leelaz.search.root import advance, kept_boards, moves_since, to_move
 from leelaz.search.run import Limits, Progress, SearchRun
 
 #: How many positions the tree may keep on its nodes (about 6.3 kB each, so ~130 MB): with
@@ -331,9 +331,11 @@ class UCTSearch:
         unwritten, self._unwritten = self._unwritten, None
         row = -1
         if unwritten is not None:  # the tree reuse and the root's preparation read these
-            row = unwritten[0].write_for_reuse(self._moves_since(root_state), unwritten[1])
-        self._update_root(root_state, kept if row >= 0 else None, row)
-        if unwritten is not None and (row < 0 or kept.objects[row] is not self.root):
+            moves = moves_since(self._last_state, root_state)
+            if moves is not None:
+                row = unwritten[0].write_for_reuse(moves, unwritten[1])
+        if not self._update_root(root_state, kept if row >= 0 else None, row) \
+                and unwritten is not None:
             kept = unwritten = None  # the tree is not reused: nothing of it to write
         started = time.monotonic() if started is None else started
         self.current = SearchRun(self, root_state, color, started, restrictions)
@@ -341,15 +343,6 @@ class UCTSearch:
         self.current.core_kept = kept
         self.current.kept_unwritten = unwritten
         return self.current
-
-    def _moves_since(self, root_state) -> list[int]:
-        """The moves played from the last call's position to `root_state` (those `advance`
-        follows; none when it will not reuse the tree, which it then checks itself)."""
-        old = self._last_state
-        depth = -1 if old is None else root_state.move_num - old.move_num
-        if depth <= 0 or depth >= len(root_state.history):
-            return []
-        return [move for _, move in root_state.moves()[-depth:]]
 
     def start_move(self, state, color: int | None = None, *,
                    time_limit_cs: int | None = None, max_visits: int | None = None,
@@ -412,10 +405,11 @@ class UCTSearch:
         stand-in (search/merge.py); `final` at the end of a call. Only reads."""
         return root
 
-    def _update_root(self, root_state, kept=None, row: int = -1) -> None:
+    def _update_root(self, root_state, kept=None, row: int = -1) -> bool:
         """Reuse the subtree of the new position if possible, else start a fresh tree.
         `kept`: the last call's arrays where its UCTNodes are written only down to row
-        `row` (see start): the node count is theirs."""
+        `row` (see start): the node count is theirs. Returns whether the new root is that
+        row's node."""
         self.playouts = 0
         self._discarded = None  # an earlier call's leftovers, if nobody released them
         old, self.root = self.root, advance(self._last_state, self.root, root_state) or UCTNode()
@@ -424,13 +418,15 @@ class UCTSearch:
         self._last_state = None
         self.root.board = None  # the root's position is the game state's: a kept copy of
         # it would only count against the kept positions' limit
-        if kept is not None and kept.objects[row] is self.root:
+        in_kept = kept is not None and kept.objects[row] is self.root
+        if in_kept:
             self.nodes = kept.nodes_below(row, core.kernels())
         else:
             self.nodes = stats.count_nodes(self.root)
         self.boards_left = MAX_KEPT_BOARDS - kept_boards(self.root)
         # No "update_root, A -> B nodes" line: only assert builds of LZ 0.17 (Debian's) print
         # it, and Lizzie reads any stderr line with " -> " as a move of dump_stats.
+        return in_kept
 
     def _run(self, run: SearchRun, limits: Limits, progress: Progress) -> None:
         """The batches, if the root has any move to search."""

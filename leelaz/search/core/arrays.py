@@ -316,7 +316,7 @@ class CoreTree:
         move is not an inflated child on the way (the tree is not reused)."""
         path = [0]
         r = 0
-        for move in moves:
+        for move in moves:  # search/root.moves_since
             if not self.expanded[r]:
                 return -1
             lo = int(self.first[r])

@@ -121,15 +121,16 @@ def root_report(tree, kernels, color: int, tq: np.ndarray, ratio: float = 0.10,
     return int(t.visits[0]), float(t.wins[0]), float(t.m2[0]), children
 
 
-def rows_read(tree, kernels, color: int, tq: np.ndarray, ratio: float) -> np.ndarray | None:
-    """The node rows whose children the end of a genmove reads on the UCTNodes (search.py
-    `_finish_think`: the statistics' lines, the move choice, the record and the
-    explanation): the root, its visited children and each one's principal variation,
-    the chain's last node included (its best child was looked for among its children);
-    None when a chain is longer than PV_ROOM. Why: the core writes back only these (and
-    their children's statistics) before the reply, the rest after it (CoreRun's
-    `partial_write_back`)."""
-    walked = _walk(tree, kernels, color, tq, ratio, None)
+def rows_read(tree, kernels, color: int, tq: np.ndarray, ratio: float,
+              buffers: dict | None = None) -> np.ndarray | None:
+    """The node rows whose children the end of a call reads on the UCTNodes (search.py
+    `_finish_think` and `ponder`: the statistics' lines, the move choice, the record, the
+    explanation): the root, its visited children and each one's principal variation, the
+    chain's last node included (its best child was looked for among its children); None
+    when a chain is longer than PV_ROOM; `buffers` as `snapshot`'s. Why: GTP's calls write
+    back only these and their children's statistics, and carry the rest in the arrays to
+    the next call (core/run.py, `partial_write_back`)."""
+    walked = _walk(tree, kernels, color, tq, ratio, buffers)
     if walked is None:
         return None
     rows, _, pv_rows, lengths, _ = walked

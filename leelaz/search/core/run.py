@@ -684,7 +684,8 @@ class CoreRun(SearchRun):
             t = self.tree
             spans = core_report.rows_read(t, self._k, self.color,
                                           _quantiles(int(t.visits[0])),
-                                          self.params.lcb_min_visit_ratio)
+                                          self.params.lcb_min_visit_ratio,
+                                          buffers=self._report_buffers)
         self.tree.to_root(self._boards, spans)
         self._sync_root()
 
